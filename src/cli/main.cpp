@@ -1,0 +1,28 @@
+// pagedllm: the command-line entry point. Each subcommand is a thin client of the library.
+#include <exception>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/trace_command.h"
+
+#ifndef PAGEDLLM_VERSION
+#define PAGEDLLM_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"pagedllm: a paged-KV, continuously batching LLM engine"};
+  app.set_version_flag("--version", PAGEDLLM_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  pagedllm::cli::add_trace_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "pagedllm: error: " << e.what() << "\n";
+    return 1;
+  }
+  return exit_code;
+}

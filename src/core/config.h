@@ -1,0 +1,58 @@
+// Engine configuration, named as vLLM names it so that a vLLM user finds the same knobs.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace pagedllm {
+
+// Thrown for a configuration that can never work (refused at start-up).
+class ConfigError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+enum class SchedulingPolicy { kFcfs, kPriority };
+
+SchedulingPolicy parse_scheduling_policy(const std::string& name);
+const char* to_string(SchedulingPolicy policy);
+
+struct CacheConfig {
+  int block_size = 16;
+  // Total blocks in the pool, the null block 0 included. 0 means "derive from
+  // kv_cache_memory_bytes" (see resolve_num_blocks).
+  int num_blocks = 0;
+  int64_t kv_cache_memory_bytes = 0;
+  bool enable_prefix_caching = true;
+
+  // Sets num_blocks from the memory budget when it was not given explicitly.
+  // bytes_per_block covers K and V of every layer for one block.
+  void resolve_num_blocks(int64_t bytes_per_block);
+  int num_usable_blocks() const { return num_blocks - 1; }
+};
+
+struct SchedulerConfig {
+  int max_model_len = 2048;
+  int max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  bool enable_chunked_prefill = true;
+  // 0 disables. A prefill longer than this is split into chunks of at most this many tokens.
+  int long_prefill_token_threshold = 0;
+  // 0 means unlimited. At most this many requests may end a step with a partial prefill.
+  int max_num_partial_prefills = 0;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+};
+
+struct EngineConfig {
+  CacheConfig cache;
+  SchedulerConfig scheduler;
+
+  int max_num_blocks_per_req() const {
+    return (scheduler.max_model_len + cache.block_size - 1) / cache.block_size;
+  }
+  // Throws ConfigError naming the first setting that cannot work.
+  void validate() const;
+};
+
+}  // namespace pagedllm

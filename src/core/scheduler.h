@@ -1,0 +1,88 @@
+// The scheduler, with vLLM v1 semantics: one token budget per step shared by every request,
+// no separate prefill and decode phases, chunked prefill and preemption by recompute.
+//
+// One engine step is:
+//   schedule(out)                       -- decide who runs and allocate their KV blocks
+//   <worker runs the model on `out`>
+//   update_from_output(out, runner_out) -- append sampled tokens, check stops, free blocks
+// Call add_request() and finish_requests() only between steps, never between schedule() and
+// update_from_output().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/config.h"
+#include "core/kv_cache_manager.h"
+#include "core/request.h"
+#include "core/request_queue.h"
+#include "core/scheduler_output.h"
+
+namespace pagedllm {
+
+// Thrown by add_request for a request that could never complete.
+class RequestRejected : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+class Scheduler {
+ public:
+  // Throws ConfigError for a configuration that cannot work.
+  explicit Scheduler(const EngineConfig& config);
+
+  void add_request(std::unique_ptr<Request> request);
+  // Ends unfinished requests with a finished status (abort), freeing their blocks at once.
+  // Returns the ids that were actually ended; unknown ids are ignored.
+  std::vector<std::string> finish_requests(std::span<const std::string> ids,
+                                           RequestStatus status);
+
+  void schedule(SchedulerOutput& out);
+  // runner_out.sampled_token_ids[i] belongs to out.num_scheduled_tokens[i].
+  void update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_out,
+                          std::vector<EngineCoreOutput>& outputs);
+
+  bool has_unfinished_requests() const { return !requests_.empty(); }
+  int num_running() const { return static_cast<int>(running_.size()); }
+  int num_waiting() const { return static_cast<int>(waiting_.size()); }
+  const Request* find_request(const std::string& id) const;
+  std::span<Request* const> running() const { return running_; }
+  int64_t num_preemptions_total() const { return num_preemptions_total_; }
+
+  const EngineConfig& config() const { return config_; }
+  KVCacheManager& kv_cache_manager() { return kv_; }
+  const KVCacheManager& kv_cache_manager() const { return kv_; }
+
+ private:
+  void validate_new_request(const Request& request) const;
+  void schedule_running(SchedulerOutput& out, int& budget);
+  void schedule_waiting(SchedulerOutput& out, int& budget);
+  // Chooses and preempts one running request; returns it.
+  Request* preempt_one(SchedulerOutput& out, size_t& next_index, int& budget);
+  void unschedule(Request* request, SchedulerOutput& out, int& budget);
+  int clamp_chunk(const Request& request, int num_new_tokens, int budget) const;
+  bool partial_prefill_limit_reached(const Request& request, int num_computed,
+                                     int num_new_tokens) const;
+  bool check_stop(Request& request) const;
+  void finish(Request* request, RequestStatus status);
+
+  EngineConfig config_;
+  KVCacheManager kv_;
+  std::unordered_map<std::string, std::unique_ptr<Request>> requests_;
+  std::vector<Request*> running_;
+  RequestQueue waiting_;
+  std::vector<std::string> finished_since_last_step_;
+  // The requests of the last schedule(), aligned with out.num_scheduled_tokens.
+  std::vector<Request*> step_requests_;
+  int step_partial_prefills_ = 0;
+  std::vector<int32_t> scratch_block_ids_;
+  int64_t num_preemptions_total_ = 0;
+};
+
+}  // namespace pagedllm

@@ -1,0 +1,67 @@
+// What crosses the core/worker boundary each step, in both directions.
+//
+// The worker keeps its own copy of every request's tokens and blocks, so a step only carries
+// what changed: full data for new requests, deltas for the others.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/request.h"
+#include "core/sampling_params.h"
+
+namespace pagedllm {
+
+struct NewRequestData {
+  std::string req_id;
+  std::vector<int32_t> prompt_token_ids;
+  SamplingParams sampling_params;
+  std::vector<int32_t> block_ids;
+  int num_computed_tokens = 0;  // prefix-hit tokens, before this step
+};
+
+struct CachedRequestData {
+  std::string req_id;
+  // All block ids when resumed_from_preemption, else only the blocks added this step.
+  std::vector<int32_t> new_block_ids;
+  int num_computed_tokens = 0;  // before this step
+  bool resumed_from_preemption = false;
+};
+
+struct ScheduledTokens {
+  std::string req_id;
+  int num_tokens = 0;
+};
+
+struct SchedulerOutput {
+  std::vector<NewRequestData> scheduled_new_reqs;
+  std::vector<CachedRequestData> scheduled_cached_reqs;
+  // In scheduling order: running requests first, then the newly admitted ones.
+  std::vector<ScheduledTokens> num_scheduled_tokens;
+  int total_num_scheduled_tokens = 0;
+  // Requests that ended since the previous step; the worker drops their state.
+  std::vector<std::string> finished_req_ids;
+  std::vector<std::string> preempted_req_ids;
+
+  // Keeps capacity so that a reused output does not reallocate every step.
+  void clear();
+};
+
+// One sampled token per request, in the worker's batch order. kNoToken marks a request whose
+// step was a partial prefill: its sample is discarded.
+struct ModelRunnerOutput {
+  static constexpr int32_t kNoToken = -1;
+  std::vector<std::string> req_ids;
+  std::vector<int32_t> sampled_token_ids;
+};
+
+struct EngineCoreOutput {
+  std::string req_id;
+  std::vector<int32_t> new_token_ids;
+  std::optional<FinishReason> finish_reason;
+  std::optional<int32_t> stop_reason;
+};
+
+}  // namespace pagedllm

@@ -1,0 +1,342 @@
+#include "worker/model_runner.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+#include <stdexcept>
+
+#include "sampling/greedy.h"
+
+namespace pagedllm {
+
+const char* to_string(AttentionState state) {
+  switch (state) {
+    case AttentionState::kPrefillNoCache: return "PrefillNoCache";
+    case AttentionState::kPrefillCacheHit: return "PrefillCacheHit";
+    case AttentionState::kDecodeOnly: return "DecodeOnly";
+    case AttentionState::kChunkedPrefill: return "ChunkedPrefill";
+  }
+  return "unknown";
+}
+
+ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
+    : config_(config),
+      options_(std::move(options)),
+      block_size_(config.cache.block_size),
+      max_model_len_(config.scheduler.max_model_len),
+      batch_(config.scheduler.max_num_seqs, config.scheduler.max_model_len,
+             config.max_num_blocks_per_req()) {
+  const auto max_reqs = static_cast<size_t>(config.scheduler.max_num_seqs);
+  int max_tokens = config.scheduler.max_num_batched_tokens;
+  for (int b : options_.padding_buckets) max_tokens = std::max(max_tokens, b);
+  const auto max_tok = static_cast<size_t>(max_tokens);
+  auto& in = inputs_;
+  for (auto* v : {&in.num_scheduled_tokens, &in.cu_num_tokens, &in.seq_lens,
+                  &in.num_computed_tokens, &in.logits_indices}) {
+    v->assign(max_reqs, 0);
+  }
+  in.query_start_loc.assign(max_reqs + 1, 0);
+  in.seq_start_loc.assign(max_reqs + 1, 0);
+  for (auto* v : {&in.req_indices, &in.arange, &in.positions, &in.token_indices, &in.input_ids,
+                  &in.block_table_indices, &in.block_numbers, &in.block_offsets}) {
+    v->assign(max_tok, 0);
+  }
+  in.slot_mapping.assign(max_tok, -1);
+  if (options_.build_attention_mask) {
+    in.attn_mask.assign(max_tok * static_cast<size_t>(max_model_len_), 0.0f);
+  }
+  in.max_blocks_per_req = config.max_num_blocks_per_req();
+  in.block_size = block_size_;
+  row_num_scheduled_.assign(max_reqs, 0);
+  sched_index_of_row_.assign(max_reqs, -1);
+  row_of_scheduled_.reserve(max_reqs);
+  row_is_scheduled_.assign(max_reqs, 0);
+  scratch_to_add_.reserve(max_reqs);
+  sampled_by_row_.assign(max_reqs, 0);
+  requests_.reserve(max_reqs * 2);
+}
+
+const CachedRequestState* ModelRunner::request_state(const std::string& req_id) const {
+  auto it = requests_.find(req_id);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+void ModelRunner::update_states(const SchedulerOutput& out) {
+  for (const auto& id : out.finished_req_ids) {
+    requests_.erase(id);
+    batch_.remove_request(id);
+  }
+  drop_unscheduled(out);
+
+  auto& to_add = scratch_to_add_;
+  to_add.clear();
+  for (const auto& n : out.scheduled_new_reqs) {
+    CachedRequestState& s = requests_[n.req_id];
+    s.req_id = n.req_id;
+    s.token_ids = n.prompt_token_ids;
+    s.num_prompt_tokens = static_cast<int>(n.prompt_token_ids.size());
+    s.sampling_params = n.sampling_params;
+    s.block_ids = n.block_ids;
+    s.num_computed_tokens = n.num_computed_tokens;
+    to_add.push_back(n.req_id);
+  }
+  for (const auto& c : out.scheduled_cached_reqs) apply_cached(c, to_add);
+  for (const auto& id : to_add) batch_.add_request(requests_.at(id));
+  batch_.condense();
+
+  map_scheduled_rows(out);
+  if (options_.reorder_decodes_first) reorder_decodes_first();
+}
+
+// Requests that are not scheduled this step (preempted, or starved of budget) leave the batch;
+// their CachedRequestState stays so that they can come back.
+void ModelRunner::drop_unscheduled(const SchedulerOutput& out) {
+  std::fill(row_is_scheduled_.begin(), row_is_scheduled_.end(), 0);
+  for (const auto& s : out.num_scheduled_tokens) {
+    const int row = batch_.index_of(s.req_id);
+    if (row >= 0) row_is_scheduled_[static_cast<size_t>(row)] = 1;
+  }
+  for (int row = 0; row < batch_.max_num_reqs(); ++row) {
+    const std::string& id = batch_.req_id(row);
+    if (!id.empty() && !row_is_scheduled_[static_cast<size_t>(row)]) {
+      const std::string copy = id;  // remove_request clears the row's id
+      batch_.remove_request(copy);
+    }
+  }
+}
+
+void ModelRunner::apply_cached(const CachedRequestData& c, std::vector<std::string>& to_add) {
+  CachedRequestState& s = requests_.at(c.req_id);
+  s.num_computed_tokens = c.num_computed_tokens;
+  if (c.resumed_from_preemption) {
+    s.block_ids = c.new_block_ids;
+  } else {
+    s.block_ids.insert(s.block_ids.end(), c.new_block_ids.begin(), c.new_block_ids.end());
+  }
+  const int row = batch_.index_of(c.req_id);
+  if (row < 0) {
+    to_add.push_back(c.req_id);
+    return;
+  }
+  batch_.set_num_computed_tokens(row, c.num_computed_tokens);
+  batch_.block_table().append_row(c.new_block_ids, row);
+}
+
+void ModelRunner::map_scheduled_rows(const SchedulerOutput& out) {
+  const int num_reqs = batch_.num_reqs();
+  if (static_cast<size_t>(num_reqs) != out.num_scheduled_tokens.size()) {
+    throw std::logic_error("batch rows and scheduled requests disagree");
+  }
+  row_of_scheduled_.clear();
+  for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
+    const int row = batch_.index_of(out.num_scheduled_tokens[k].req_id);
+    row_of_scheduled_.push_back(row);
+    sched_index_of_row_[static_cast<size_t>(row)] = static_cast<int32_t>(k);
+    row_num_scheduled_[static_cast<size_t>(row)] = out.num_scheduled_tokens[k].num_tokens;
+  }
+}
+
+// Moves decode rows (query length 1) to the front with the fewest swaps: the last decode
+// trades places with the first prefill until no decode sits behind a prefill.
+void ModelRunner::reorder_decodes_first() {
+  const int num_reqs = batch_.num_reqs();
+  int front = 0;
+  int back = num_reqs - 1;
+  while (true) {
+    while (front < num_reqs && row_num_scheduled_[static_cast<size_t>(front)] == 1) ++front;
+    while (back >= 0 && row_num_scheduled_[static_cast<size_t>(back)] != 1) --back;
+    if (front >= back) break;
+    batch_.swap_rows(front, back);
+    std::swap(row_num_scheduled_[static_cast<size_t>(front)],
+              row_num_scheduled_[static_cast<size_t>(back)]);
+    std::swap(sched_index_of_row_[static_cast<size_t>(front)],
+              sched_index_of_row_[static_cast<size_t>(back)]);
+    row_of_scheduled_[static_cast<size_t>(sched_index_of_row_[static_cast<size_t>(front)])] = front;
+    row_of_scheduled_[static_cast<size_t>(sched_index_of_row_[static_cast<size_t>(back)])] = back;
+  }
+}
+
+const ModelInputs& ModelRunner::prepare_inputs() {
+  compute_request_level();
+  compute_token_level();
+  compute_split_view();
+  compute_attention_state();
+  if (options_.build_attention_mask) compute_attention_mask();
+  return inputs_;
+}
+
+// Worked example (design notes, 5 requests; block_size 16, max_model_len 240, K = 15 blocks per
+// request): num_scheduled_tokens = [1, 1, 93, 75, 30], computed = [54, 145, 0, 0, 0].
+//   cu_num_tokens   = [1, 2, 95, 170, 200]
+//   query_start_loc = [0, 1, 2, 95, 170, 200]
+//   seq_lens        = [55, 146, 93, 75, 30]
+//   logits_indices  = [0, 1, 94, 169, 199]   (the last token of each request)
+void ModelRunner::compute_request_level() {
+  auto& in = inputs_;
+  in.num_reqs = batch_.num_reqs();
+  int total = 0;
+  in.max_query_len = 0;
+  in.max_seq_len = 0;
+  in.query_start_loc[0] = 0;
+  in.seq_start_loc[0] = 0;
+  for (int r = 0; r < in.num_reqs; ++r) {
+    const auto i = static_cast<size_t>(r);
+    const int n = row_num_scheduled_[i];
+    const int computed = batch_.num_computed_tokens(r);
+    in.num_scheduled_tokens[i] = n;
+    in.num_computed_tokens[i] = computed;
+    total += n;
+    in.cu_num_tokens[i] = total;
+    in.query_start_loc[i + 1] = total;
+    in.seq_lens[i] = computed + n;
+    in.seq_start_loc[i + 1] = in.seq_start_loc[i] + in.seq_lens[i];
+    in.logits_indices[i] = total - 1;
+    in.max_query_len = std::max(in.max_query_len, n);
+    in.max_seq_len = std::max(in.max_seq_len, in.seq_lens[i]);
+  }
+  in.num_actual_tokens = total;
+  in.num_input_tokens = padded_token_count(total);
+  in.block_table = batch_.block_table().flat().first(static_cast<size_t>(in.num_reqs) *
+                                                     static_cast<size_t>(in.max_blocks_per_req));
+}
+
+// Worked example (design notes step 1; block_size 2, max_model_len M = 12, K = 6 blocks per
+// request), num_scheduled_tokens = [3, 2, 5], nothing computed yet:
+//   req_indices         = [0, 0, 0, 1, 1, 2, 2, 2, 2, 2]    (repeat row by its count)
+//   arange              = [0, 1, 2, 0, 1, 0, 1, 2, 3, 4]    (t - cu_num_tokens[row] + count)
+//   positions           = computed[req] + arange            = [0, 1, 2, 0, 1, 0, 1, 2, 3, 4]
+//   token_indices       = positions + req * M               = [0, 1, 2, 12, 13, 24, ..., 28]
+//   input_ids           = token_table[token_indices]
+//   block_table_indices = req * K + positions / block_size  = [0, 0, 1, 6, 6, 12, 12, 13, 13, 14]
+//   block_numbers       = block_table[block_table_indices]  = [1, 1, 2, 3, 3, 4, 4, 5, 5, 6]
+//   block_offsets       = positions % block_size            = [0, 1, 0, 0, 1, 0, 1, 0, 1, 0]
+//   slot_mapping        = block_numbers * block_size + block_offsets
+//                                                           = [2, 3, 4, 6, 7, 8, 9, 10, 11, 12]
+// Indexing the flat block table by row * K (not token_index / block_size) keeps requests
+// apart even when max_model_len is not a multiple of block_size.
+void ModelRunner::compute_token_level() {
+  auto& in = inputs_;
+  int t = 0;
+  for (int r = 0; r < in.num_reqs; ++r) {
+    const int n = in.num_scheduled_tokens[static_cast<size_t>(r)];
+    std::fill_n(in.req_indices.begin() + t, n, r);
+    t += n;
+  }
+  const auto tokens = batch_.token_ids();
+  const auto table = batch_.block_table().flat();
+  const int K = in.max_blocks_per_req;
+  const int M = max_model_len_;
+  for (int j = 0; j < in.num_actual_tokens; ++j) {
+    const auto i = static_cast<size_t>(j);
+    const auto req = static_cast<size_t>(in.req_indices[i]);
+    const int arange = j - in.cu_num_tokens[req] + in.num_scheduled_tokens[req];
+    const int pos = in.num_computed_tokens[req] + arange;
+    in.arange[i] = arange;
+    in.positions[i] = pos;
+    in.token_indices[i] = pos + in.req_indices[i] * M;
+    in.input_ids[i] = tokens[static_cast<size_t>(in.token_indices[i])];
+    in.block_table_indices[i] = in.req_indices[i] * K + pos / block_size_;
+    in.block_numbers[i] = table[static_cast<size_t>(in.block_table_indices[i])];
+    in.block_offsets[i] = pos % block_size_;
+    in.slot_mapping[i] = static_cast<int64_t>(in.block_numbers[i]) * block_size_ + in.block_offsets[i];
+  }
+  // Padding tokens write nowhere (slot -1) and read token 0 at position 0.
+  for (int j = in.num_actual_tokens; j < in.num_input_tokens; ++j) {
+    const auto i = static_cast<size_t>(j);
+    in.positions[i] = 0;
+    in.input_ids[i] = 0;
+    in.slot_mapping[i] = -1;
+  }
+}
+
+void ModelRunner::compute_split_view() {
+  auto& in = inputs_;
+  in.num_decodes = 0;
+  while (in.num_decodes < in.num_reqs &&
+         in.num_scheduled_tokens[static_cast<size_t>(in.num_decodes)] == 1) {
+    ++in.num_decodes;
+  }
+  in.num_decode_tokens = in.num_decodes;
+  in.num_prefills = in.num_reqs - in.num_decodes;
+  in.num_prefill_tokens = in.num_actual_tokens - in.num_decode_tokens;
+}
+
+void ModelRunner::compute_attention_state() {
+  auto& in = inputs_;
+  bool no_context = true;
+  for (int r = 0; r < in.num_reqs; ++r) {
+    if (in.num_computed_tokens[static_cast<size_t>(r)] > 0) no_context = false;
+  }
+  if (no_context) {
+    in.attn_state = AttentionState::kPrefillNoCache;
+  } else if (in.num_prefills == 0) {
+    in.attn_state = AttentionState::kDecodeOnly;
+  } else if (in.num_decodes == 0) {
+    in.attn_state = AttentionState::kPrefillCacheHit;
+  } else {
+    in.attn_state = AttentionState::kChunkedPrefill;
+  }
+}
+
+void ModelRunner::compute_attention_mask() {
+  auto& in = inputs_;
+  const float hidden = -std::numeric_limits<float>::infinity();
+  if (in.attn_state == AttentionState::kDecodeOnly) {
+    in.attn_mask_rows = in.attn_mask_cols = 0;
+    return;
+  }
+  if (in.attn_state == AttentionState::kPrefillNoCache) {
+    // Positions start at 0 for every request, so one causal matrix serves them all.
+    in.attn_mask_rows = in.attn_mask_cols = in.max_query_len;
+  } else {
+    in.attn_mask_rows = in.num_actual_tokens;
+    in.attn_mask_cols = in.max_seq_len;
+  }
+  const int cols = in.attn_mask_cols;
+  for (int row = 0; row < in.attn_mask_rows; ++row) {
+    const int pos = in.attn_state == AttentionState::kPrefillNoCache
+                        ? row
+                        : in.positions[static_cast<size_t>(row)];
+    float* dst = in.attn_mask.data() + static_cast<size_t>(row) * cols;
+    for (int c = 0; c < cols; ++c) dst[c] = c <= pos ? 0.0f : hidden;
+  }
+}
+
+int ModelRunner::padded_token_count(int n) const {
+  for (int b : options_.padding_buckets) {
+    if (b >= n) return b;
+  }
+  return n;
+}
+
+void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
+                                ModelRunnerOutput& result) {
+  update_states(out);
+  result.req_ids.clear();
+  result.sampled_token_ids.clear();
+  if (out.total_num_scheduled_tokens == 0) return;
+  const ModelInputs& in = prepare_inputs();
+
+  const auto vocab = static_cast<size_t>(model.vocab_size());
+  logits_.resize(static_cast<size_t>(in.num_reqs) * vocab);
+  model.forward(in, logits_);
+  auto sampled = std::span(sampled_by_row_).first(static_cast<size_t>(in.num_reqs));
+  sample_greedy(logits_, model.vocab_size(), sampled);
+
+  for (int row = 0; row < in.num_reqs; ++row) {
+    // A partial prefill's sample is discarded; otherwise the token joins the table.
+    if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) {
+      sampled[static_cast<size_t>(row)] = ModelRunnerOutput::kNoToken;
+      continue;
+    }
+    const int32_t token = sampled[static_cast<size_t>(row)];
+    batch_.append_token(row, token);
+    requests_.at(batch_.req_id(row)).token_ids.push_back(token);
+  }
+  for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
+    result.req_ids.push_back(out.num_scheduled_tokens[k].req_id);
+    result.sampled_token_ids.push_back(sampled[static_cast<size_t>(row_of_scheduled_[k])]);
+  }
+}
+
+}  // namespace pagedllm

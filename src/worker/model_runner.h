@@ -1,0 +1,78 @@
+// The worker side of a step: mirror the scheduler's decisions into the persistent batch, turn
+// them into model inputs, run the model, sample. It never decides who runs.
+//
+// Per step: update_states(out), prepare_inputs(), then the model; execute_model() does all.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config.h"
+#include "core/scheduler_output.h"
+#include "model/model.h"
+#include "worker/attention_metadata.h"
+#include "worker/input_batch.h"
+
+namespace pagedllm {
+
+struct RunnerOptions {
+  // Build ModelInputs::attn_mask (for kernels that want an explicit mask).
+  bool build_attention_mask = false;
+  // Reorder rows so that decodes come first (see attention_metadata.h).
+  bool reorder_decodes_first = true;
+  // Ascending token counts to pad num_input_tokens up to (graph-capture style); empty: none.
+  std::vector<int> padding_buckets;
+};
+
+class ModelRunner {
+ public:
+  explicit ModelRunner(const EngineConfig& config, RunnerOptions options = {});
+
+  // Applies one SchedulerOutput to the persistent batch, as vLLM's _update_states:
+  // drop finished, drop unscheduled (keeping their state), add new, update cached, condense.
+  void update_states(const SchedulerOutput& out);
+  // Computes every input and metadata array. Call only after update_states() for this step.
+  const ModelInputs& prepare_inputs();
+  // update_states + prepare_inputs + forward + greedy sampling. result.sampled_token_ids[k]
+  // belongs to out.num_scheduled_tokens[k]; kNoToken for partial prefills.
+  void execute_model(const SchedulerOutput& out, Model& model, ModelRunnerOutput& result);
+
+  const InputBatch& input_batch() const { return batch_; }
+  const ModelInputs& inputs() const { return inputs_; }
+  // Batch row of out.num_scheduled_tokens[k] for the last update_states().
+  int row_of_scheduled(size_t k) const { return row_of_scheduled_[k]; }
+  const CachedRequestState* request_state(const std::string& req_id) const;
+
+ private:
+  void drop_unscheduled(const SchedulerOutput& out);
+  void apply_cached(const CachedRequestData& c, std::vector<std::string>& to_add);
+  void map_scheduled_rows(const SchedulerOutput& out);
+  void reorder_decodes_first();
+  void compute_token_level();
+  void compute_request_level();
+  void compute_split_view();
+  void compute_attention_state();
+  void compute_attention_mask();
+  int padded_token_count(int n) const;
+
+  EngineConfig config_;
+  RunnerOptions options_;
+  int block_size_;
+  int max_model_len_;
+  std::unordered_map<std::string, CachedRequestState> requests_;
+  InputBatch batch_;
+  ModelInputs inputs_;
+  // This step's schedule, by row and by scheduler order.
+  std::vector<int32_t> row_num_scheduled_;
+  std::vector<int32_t> sched_index_of_row_;
+  std::vector<int32_t> row_of_scheduled_;
+  std::vector<uint8_t> row_is_scheduled_;
+  std::vector<std::string> scratch_to_add_;
+  std::vector<float> logits_;
+  std::vector<int32_t> sampled_by_row_;
+};
+
+}  // namespace pagedllm
