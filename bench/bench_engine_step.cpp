@@ -12,13 +12,6 @@ namespace {
 
 using namespace pagedllm;
 
-// (Not "prefix" + std::to_string(n): g++ 12 reports a false -Wrestrict on that at -O3.)
-std::string make_id(const char* prefix, int n) {
-  std::string id(prefix);
-  id += std::to_string(n);
-  return id;
-}
-
 EngineConfig bench_config(int num_seqs) {
   EngineConfig cfg;
   cfg.cache.block_size = 16;
@@ -41,7 +34,7 @@ void BM_DecodeStep(benchmark::State& state) {
     p.ignore_eos = true;
     std::vector<int32_t> prompt(128);
     for (int t = 0; t < 128; ++t) prompt[static_cast<size_t>(t)] = (i * 131 + t * 7) % 32000;
-    scheduler.add_request(std::make_unique<Request>(make_id("req-", i), prompt, p));
+    scheduler.add_request(std::make_unique<Request>("req-" + std::to_string(i), prompt, p));
   }
   SchedulerOutput out;
   ModelRunnerOutput runner_out;
@@ -84,7 +77,7 @@ void BM_MixedStep(benchmark::State& state) {
     p.ignore_eos = true;
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
     for (int t = 0; t < prompt_len; ++t) prompt[static_cast<size_t>(t)] = (next_id * 31 + t) % 32000;
-    scheduler.add_request(std::make_unique<Request>(make_id("r", next_id++), prompt, p));
+    scheduler.add_request(std::make_unique<Request>("r" + std::to_string(next_id++), prompt, p));
   };
   for (int i = 0; i < 256; ++i) add(512, 64 + (i % 64));
   SchedulerOutput out;
