@@ -1,5 +1,6 @@
 #include "engine/trace.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -42,7 +43,10 @@ EngineConfig parse_config(const json& c, int& vocab_size) {
   s.max_model_len = get_int(c, "max_model_len", s.max_model_len, "config", 1);
   s.max_num_batched_tokens =
       get_int(c, "max_num_batched_tokens", s.max_num_batched_tokens, "config", 1);
-  s.max_num_seqs = get_int(c, "max_num_seqs", s.max_num_seqs, "config", 1);
+  // vLLM requires budget >= max_num_seqs; a scenario that names only a small budget gets a
+  // max_num_seqs that fits it.
+  s.max_num_seqs = get_int(c, "max_num_seqs", std::min(s.max_num_seqs, s.max_num_batched_tokens),
+                           "config", 1);
   s.enable_chunked_prefill =
       get_bool(c, "enable_chunked_prefill", s.enable_chunked_prefill, "config");
   k.enable_prefix_caching = get_bool(c, "enable_prefix_caching", k.enable_prefix_caching, "config");
