@@ -1,6 +1,5 @@
 #include "core/block_pool.h"
 
-#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 
@@ -60,6 +59,7 @@ BlockPool::BlockPool(int num_blocks, bool enable_caching)
     : blocks_(make_blocks(num_blocks)), free_queue_(blocks_), enable_caching_(enable_caching) {
   KVCacheBlock* null_block = free_queue_.pop_front();
   null_block->is_null = true;
+  if (enable_caching_) cached_.reserve(static_cast<size_t>(num_blocks));
 }
 
 double BlockPool::usage() const {
@@ -83,10 +83,19 @@ void BlockPool::evict_cached_hash(KVCacheBlock* block) {
   if (!block->block_hash) return;
   auto it = cached_.find(*block->block_hash);
   if (it != cached_.end()) {
-    auto& holders = it->second;
-    holders.erase(std::remove(holders.begin(), holders.end(), block), holders.end());
-    if (holders.empty()) cached_.erase(it);
+    if (it->second == block) {
+      if (block->next_same_hash) {
+        it->second = block->next_same_hash;
+      } else {
+        cached_.erase(it);
+      }
+    } else {
+      KVCacheBlock* prev = it->second;
+      while (prev->next_same_hash && prev->next_same_hash != block) prev = prev->next_same_hash;
+      if (prev->next_same_hash == block) prev->next_same_hash = block->next_same_hash;
+    }
   }
+  block->next_same_hash = nullptr;
   block->block_hash.reset();
 }
 
@@ -107,8 +116,7 @@ void BlockPool::free_blocks(std::span<KVCacheBlock* const> blocks) {
 
 KVCacheBlock* BlockPool::get_cached_block(const BlockHash& hash) const {
   auto it = cached_.find(hash);
-  if (it == cached_.end() || it->second.empty()) return nullptr;
-  return it->second.front();
+  return it == cached_.end() ? nullptr : it->second;
 }
 
 void BlockPool::cache_full_blocks(std::span<KVCacheBlock* const> blocks,
@@ -122,14 +130,23 @@ void BlockPool::cache_full_blocks(std::span<KVCacheBlock* const> blocks,
     if (block->block_hash) continue;
     const BlockHash& hash = block_hashes[static_cast<size_t>(i)];
     block->block_hash = hash;
-    cached_[hash].push_back(block);
+    auto [it, inserted] = cached_.try_emplace(hash, block);
+    if (!inserted) {
+      // Append, so that lookups keep returning the block that was cached first (as vLLM).
+      KVCacheBlock* tail = it->second;
+      while (tail->next_same_hash) tail = tail->next_same_hash;
+      tail->next_same_hash = block;
+    }
   }
 }
 
 bool BlockPool::reset_prefix_cache() {
   if (num_free_blocks() != num_blocks() - 1) return false;
   cached_.clear();
-  for (auto& b : blocks_) b.block_hash.reset();
+  for (auto& b : blocks_) {
+    b.block_hash.reset();
+    b.next_same_hash = nullptr;
+  }
   return true;
 }
 

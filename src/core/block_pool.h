@@ -25,6 +25,8 @@ struct KVCacheBlock {
   // Intrusive links: valid only while the block sits in the free queue.
   KVCacheBlock* prev_free = nullptr;
   KVCacheBlock* next_free = nullptr;
+  // Next block registered under the same hash (several requests may fill equal blocks at once).
+  KVCacheBlock* next_same_hash = nullptr;
   bool is_null = false;
 };
 
@@ -94,8 +96,9 @@ class BlockPool {
   std::vector<KVCacheBlock> blocks_;
   FreeBlockQueue free_queue_;
   bool enable_caching_;
-  // hash -> blocks holding it; several requests may fill equal blocks at the same time.
-  std::unordered_map<BlockHash, std::vector<KVCacheBlock*>> cached_;
+  // hash -> first block holding it, chained through next_same_hash. Reserved for every block
+  // up front so that caching a block never allocates or rehashes.
+  std::unordered_map<BlockHash, KVCacheBlock*> cached_;
 };
 
 }  // namespace pagedllm

@@ -16,6 +16,8 @@ KVCacheManager::KVCacheManager(int num_blocks, int block_size, int max_model_len
                                bool enable_caching)
     : pool_(num_blocks, enable_caching), block_size_(block_size), max_model_len_(max_model_len) {
   if (block_size <= 0) throw std::invalid_argument("block_size must be positive");
+  // Every request that holds blocks holds at least one.
+  req_blocks_.reserve(static_cast<size_t>(std::min(num_blocks, 1 << 16)));
 }
 
 void KVCacheManager::ensure_block_hashes(Request& request, int num_full_blocks) const {
@@ -53,7 +55,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
                                     const ComputedBlocks* computed,
                                     std::vector<int32_t>& new_block_ids) {
   if (num_new_tokens <= 0) throw std::invalid_argument("allocate_slots needs new tokens");
-  RequestBlocks& rb = req_blocks_[request.id()];
+  RequestBlocks& rb = req_blocks_[&request];
   const int num_hit_blocks = computed ? static_cast<int>(computed->blocks.size()) : 0;
   const int num_hit_tokens = computed ? computed->num_tokens : 0;
   const int num_computed = request.num_computed_tokens + num_hit_tokens;
@@ -68,7 +70,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
     if (computed->blocks[static_cast<size_t>(i)]->ref_cnt == 0) ++num_evictable_hits;
   }
   if (num_new_blocks > pool_.num_free_blocks() - num_evictable_hits) {
-    if (rb.blocks.empty()) req_blocks_.erase(request.id());
+    if (rb.blocks.empty()) req_blocks_.erase(&request);
     return false;
   }
 
@@ -103,7 +105,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
 }
 
 void KVCacheManager::free(const Request& request) {
-  auto it = req_blocks_.find(request.id());
+  auto it = req_blocks_.find(&request);
   if (it == req_blocks_.end()) return;
   auto& blocks = it->second.blocks;
   std::reverse(blocks.begin(), blocks.end());
@@ -111,17 +113,24 @@ void KVCacheManager::free(const Request& request) {
   req_blocks_.erase(it);
 }
 
-std::span<const int32_t> KVCacheManager::block_ids(const std::string& request_id) const {
-  auto it = req_blocks_.find(request_id);
+std::span<const int32_t> KVCacheManager::block_ids(const Request& request) const {
+  auto it = req_blocks_.find(&request);
   if (it == req_blocks_.end()) return {};
   return it->second.ids;
+}
+
+std::span<const int32_t> KVCacheManager::block_ids(const std::string& request_id) const {
+  for (const auto& [request, rb] : req_blocks_) {
+    if (request->id() == request_id) return rb.ids;
+  }
+  return {};
 }
 
 std::vector<std::string> KVCacheManager::requests_holding_blocks() const {
   std::vector<std::string> ids;
   ids.reserve(req_blocks_.size());
-  for (const auto& [id, rb] : req_blocks_) {
-    if (!rb.blocks.empty()) ids.push_back(id);
+  for (const auto& [request, rb] : req_blocks_) {
+    if (!rb.blocks.empty()) ids.push_back(request->id());
   }
   return ids;
 }

@@ -42,6 +42,8 @@ class KVCacheManager {
   void free(const Request& request);
 
   // All block ids of a request, in logical order; empty if it holds none.
+  std::span<const int32_t> block_ids(const Request& request) const;
+  // The same by id: a linear scan, for tools and tests rather than the step path.
   std::span<const int32_t> block_ids(const std::string& request_id) const;
   // Ids of requests that hold blocks (unordered).
   std::vector<std::string> requests_holding_blocks() const;
@@ -65,7 +67,9 @@ class KVCacheManager {
   BlockPool pool_;
   int block_size_;
   int max_model_len_;
-  std::unordered_map<std::string, RequestBlocks> req_blocks_;
+  // Keyed by the request object (stable for its lifetime; free() runs before it is destroyed),
+  // which keeps string hashing off the per-step path.
+  std::unordered_map<const Request*, RequestBlocks> req_blocks_;
   PrefixCacheStats stats_;
   std::vector<KVCacheBlock*> scratch_;
 };

@@ -222,7 +222,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
     r->num_computed_tokens = hit.num_tokens;
     if (r->num_cached_tokens < 0) r->num_cached_tokens = hit.num_tokens;
     if (hit.num_tokens + n < r->num_tokens()) ++step_partial_prefills_;
-    auto all_blocks = to_vector(kv_.block_ids(r->id()));
+    auto all_blocks = to_vector(kv_.block_ids(*r));
     if (resumed) {
       out.scheduled_cached_reqs.push_back({r->id(), std::move(all_blocks), hit.num_tokens, true});
     } else {

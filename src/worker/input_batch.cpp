@@ -41,6 +41,7 @@ InputBatch::InputBatch(int max_num_reqs, int max_model_len, int max_blocks_per_r
     : max_num_reqs_(max_num_reqs),
       max_model_len_(max_model_len),
       req_ids_(static_cast<size_t>(max_num_reqs)),
+      states_(static_cast<size_t>(max_num_reqs), nullptr),
       token_ids_(static_cast<size_t>(max_num_reqs) * static_cast<size_t>(max_model_len), 0),
       block_table_(max_num_reqs, max_blocks_per_req) {
   const auto n = static_cast<size_t>(max_num_reqs);
@@ -60,7 +61,7 @@ std::span<const int32_t> InputBatch::row_tokens(int row) const {
                                        static_cast<size_t>(num_tokens(row)));
 }
 
-int InputBatch::add_request(const CachedRequestState& state) {
+int InputBatch::add_request(CachedRequestState& state) {
   if (num_reqs() >= max_num_reqs_) throw std::length_error("input batch is full");
   if (static_cast<int>(state.token_ids.size()) > max_model_len_) {
     throw std::length_error("request '" + state.req_id + "' is longer than max_model_len");
@@ -75,6 +76,8 @@ int InputBatch::add_request(const CachedRequestState& state) {
   }
   const auto r = static_cast<size_t>(row);
   req_ids_[r] = state.req_id;
+  states_[r] = &state;
+  state.row = row;
   req_id_to_index_[state.req_id] = row;
   std::copy(state.token_ids.begin(), state.token_ids.end(), row_ptr(row));
   num_tokens_[r] = static_cast<int32_t>(state.token_ids.size());
@@ -101,15 +104,21 @@ void InputBatch::set_sampling_row(int row, const SamplingParams& p) {
 }
 
 bool InputBatch::remove_request(const std::string& req_id) {
-  auto it = req_id_to_index_.find(req_id);
-  if (it == req_id_to_index_.end()) return false;
-  const int row = it->second;
-  req_id_to_index_.erase(it);
-  req_ids_[static_cast<size_t>(row)].clear();
+  const int row = index_of(req_id);
+  if (row < 0) return false;
+  remove_row(row);
+  return true;
+}
+
+void InputBatch::remove_row(int row) {
+  const auto r = static_cast<size_t>(row);
+  req_id_to_index_.erase(req_ids_[r]);
+  req_ids_[r].clear();
+  states_[r]->row = -1;
+  states_[r] = nullptr;
   num_tokens_[static_cast<size_t>(row)] = 0;
   block_table_.clear_row(row);
   holes_.push_back(row);
-  return true;
 }
 
 void InputBatch::condense() {
@@ -133,6 +142,9 @@ void InputBatch::move_row(int src, int dst) {
   req_ids_[d] = std::move(req_ids_[s]);
   req_ids_[s].clear();
   req_id_to_index_[req_ids_[d]] = dst;
+  states_[d] = states_[s];
+  states_[s] = nullptr;
+  states_[d]->row = dst;
   std::copy_n(row_ptr(src), num_tokens_[s], row_ptr(dst));
   move_elem(num_tokens_, src, dst);
   move_elem(num_prompt_tokens_, src, dst);
@@ -148,6 +160,9 @@ void InputBatch::swap_rows(int a, int b) {
   std::swap(req_ids_[ia], req_ids_[ib]);
   req_id_to_index_[req_ids_[ia]] = a;
   req_id_to_index_[req_ids_[ib]] = b;
+  std::swap(states_[ia], states_[ib]);
+  states_[ia]->row = a;
+  states_[ib]->row = b;
   const int n = std::max(num_tokens_[ia], num_tokens_[ib]);
   std::swap_ranges(row_ptr(a), row_ptr(a) + n, row_ptr(b));
   swap_elem(num_tokens_, a, b);

@@ -24,6 +24,10 @@ struct CachedRequestState {
   SamplingParams sampling_params;
   std::vector<int32_t> block_ids;
   int num_computed_tokens = 0;
+  // Batch row while in the batch, else -1; kept current by InputBatch.
+  int row = -1;
+  // Position in this step's SchedulerOutput::num_scheduled_tokens; set by the runner.
+  int scheduled_index = -1;
 };
 
 class InputBatch {
@@ -38,10 +42,13 @@ class InputBatch {
   int index_of(const std::string& req_id) const;
   const std::string& req_id(int row) const { return req_ids_[static_cast<size_t>(row)]; }
 
-  // Puts the request in the lowest free row and returns that row.
-  int add_request(const CachedRequestState& state);
+  // Puts the request in the lowest free row and returns that row. The batch keeps a pointer
+  // to `state` (and updates state.row) until the request is removed.
+  int add_request(CachedRequestState& state);
   // Returns false if the request is not in the batch.
   bool remove_request(const std::string& req_id);
+  void remove_row(int row);
+  CachedRequestState* state(int row) const { return states_[static_cast<size_t>(row)]; }
   void condense();
   void swap_rows(int a, int b);
   // Appends a sampled token to row's token ids.
@@ -76,6 +83,7 @@ class InputBatch {
   int max_num_reqs_;
   int max_model_len_;
   std::vector<std::string> req_ids_;  // empty string marks a free row
+  std::vector<CachedRequestState*> states_;
   std::unordered_map<std::string, int> req_id_to_index_;
   std::vector<int> holes_;
   int num_rows_ = 0;  // one past the highest row ever used since the last condense()

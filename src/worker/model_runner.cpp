@@ -52,6 +52,7 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
   row_of_scheduled_.reserve(max_reqs);
   row_is_scheduled_.assign(max_reqs, 0);
   scratch_to_add_.reserve(max_reqs);
+  scheduled_states_.reserve(max_reqs);
   sampled_by_row_.assign(max_reqs, 0);
   requests_.reserve(max_reqs * 2);
 }
@@ -63,13 +64,17 @@ const CachedRequestState* ModelRunner::request_state(const std::string& req_id) 
 
 void ModelRunner::update_states(const SchedulerOutput& out) {
   for (const auto& id : out.finished_req_ids) {
-    requests_.erase(id);
-    batch_.remove_request(id);
+    auto it = requests_.find(id);
+    if (it == requests_.end()) continue;
+    if (it->second.row >= 0) batch_.remove_row(it->second.row);
+    requests_.erase(it);
   }
-  drop_unscheduled(out);
+  find_scheduled_states(out);
+  drop_unscheduled();
 
   auto& to_add = scratch_to_add_;
   to_add.clear();
+  size_t cursor = 0;
   for (const auto& n : out.scheduled_new_reqs) {
     CachedRequestState& s = requests_[n.req_id];
     s.req_id = n.req_id;
@@ -78,48 +83,71 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
     s.sampling_params = n.sampling_params;
     s.block_ids = n.block_ids;
     s.num_computed_tokens = n.num_computed_tokens;
-    to_add.push_back(n.req_id);
+    s.scheduled_index = static_cast<int>(advance_to(out, cursor, n.req_id));
+    to_add.push_back(&s);
   }
-  for (const auto& c : out.scheduled_cached_reqs) apply_cached(c, to_add);
-  for (const auto& id : to_add) batch_.add_request(requests_.at(id));
+  cursor = 0;
+  for (const auto& c : out.scheduled_cached_reqs) {
+    CachedRequestState* s = scheduled_states_[advance_to(out, cursor, c.req_id)];
+    if (!s) throw std::logic_error("cached request '" + c.req_id + "' is unknown to the worker");
+    apply_cached(c, *s, to_add);
+  }
+  for (CachedRequestState* s : to_add) batch_.add_request(*s);
   batch_.condense();
 
   map_scheduled_rows(out);
   if (options_.reorder_decodes_first) reorder_decodes_first();
 }
 
-// Requests that are not scheduled this step (preempted, or starved of budget) leave the batch;
-// their CachedRequestState stays so that they can come back.
-void ModelRunner::drop_unscheduled(const SchedulerOutput& out) {
-  std::fill(row_is_scheduled_.begin(), row_is_scheduled_.end(), 0);
-  for (const auto& s : out.num_scheduled_tokens) {
-    const int row = batch_.index_of(s.req_id);
-    if (row >= 0) row_is_scheduled_[static_cast<size_t>(row)] = 1;
+// New and cached requests are listed in the same relative order as num_scheduled_tokens, so
+// one forward scan finds each entry's index without hashing.
+size_t ModelRunner::advance_to(const SchedulerOutput& out, size_t& cursor, const std::string& id) {
+  while (cursor < out.num_scheduled_tokens.size() && out.num_scheduled_tokens[cursor].req_id != id) {
+    ++cursor;
   }
-  for (int row = 0; row < batch_.max_num_reqs(); ++row) {
-    const std::string& id = batch_.req_id(row);
-    if (!id.empty() && !row_is_scheduled_[static_cast<size_t>(row)]) {
-      const std::string copy = id;  // remove_request clears the row's id
-      batch_.remove_request(copy);
-    }
+  if (cursor == out.num_scheduled_tokens.size()) {
+    throw std::logic_error("request '" + id + "' is not in num_scheduled_tokens");
+  }
+  return cursor++;
+}
+
+// The one hash lookup per scheduled request and step.
+void ModelRunner::find_scheduled_states(const SchedulerOutput& out) {
+  scheduled_states_.clear();
+  for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
+    auto it = requests_.find(out.num_scheduled_tokens[k].req_id);
+    CachedRequestState* s = it == requests_.end() ? nullptr : &it->second;
+    if (s) s->scheduled_index = static_cast<int>(k);
+    scheduled_states_.push_back(s);
   }
 }
 
-void ModelRunner::apply_cached(const CachedRequestData& c, std::vector<std::string>& to_add) {
-  CachedRequestState& s = requests_.at(c.req_id);
+// Requests that are not scheduled this step (preempted, or starved of budget) leave the batch;
+// their CachedRequestState stays so that they can come back.
+void ModelRunner::drop_unscheduled() {
+  std::fill(row_is_scheduled_.begin(), row_is_scheduled_.end(), 0);
+  for (const CachedRequestState* s : scheduled_states_) {
+    if (s && s->row >= 0) row_is_scheduled_[static_cast<size_t>(s->row)] = 1;
+  }
+  for (int row = 0; row < batch_.max_num_reqs(); ++row) {
+    if (batch_.state(row) && !row_is_scheduled_[static_cast<size_t>(row)]) batch_.remove_row(row);
+  }
+}
+
+void ModelRunner::apply_cached(const CachedRequestData& c, CachedRequestState& s,
+                               std::vector<CachedRequestState*>& to_add) {
   s.num_computed_tokens = c.num_computed_tokens;
   if (c.resumed_from_preemption) {
     s.block_ids = c.new_block_ids;
   } else {
     s.block_ids.insert(s.block_ids.end(), c.new_block_ids.begin(), c.new_block_ids.end());
   }
-  const int row = batch_.index_of(c.req_id);
-  if (row < 0) {
-    to_add.push_back(c.req_id);
+  if (s.row < 0) {
+    to_add.push_back(&s);
     return;
   }
-  batch_.set_num_computed_tokens(row, c.num_computed_tokens);
-  batch_.block_table().append_row(c.new_block_ids, row);
+  batch_.set_num_computed_tokens(s.row, c.num_computed_tokens);
+  batch_.block_table().append_row(c.new_block_ids, s.row);
 }
 
 void ModelRunner::map_scheduled_rows(const SchedulerOutput& out) {
@@ -127,12 +155,13 @@ void ModelRunner::map_scheduled_rows(const SchedulerOutput& out) {
   if (static_cast<size_t>(num_reqs) != out.num_scheduled_tokens.size()) {
     throw std::logic_error("batch rows and scheduled requests disagree");
   }
-  row_of_scheduled_.clear();
-  for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
-    const int row = batch_.index_of(out.num_scheduled_tokens[k].req_id);
-    row_of_scheduled_.push_back(row);
-    sched_index_of_row_[static_cast<size_t>(row)] = static_cast<int32_t>(k);
-    row_num_scheduled_[static_cast<size_t>(row)] = out.num_scheduled_tokens[k].num_tokens;
+  row_of_scheduled_.resize(out.num_scheduled_tokens.size());
+  for (int row = 0; row < num_reqs; ++row) {
+    const int k = batch_.state(row)->scheduled_index;
+    row_of_scheduled_[static_cast<size_t>(k)] = row;
+    sched_index_of_row_[static_cast<size_t>(row)] = k;
+    row_num_scheduled_[static_cast<size_t>(row)] =
+        out.num_scheduled_tokens[static_cast<size_t>(k)].num_tokens;
   }
 }
 
@@ -331,7 +360,7 @@ void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
     }
     const int32_t token = sampled[static_cast<size_t>(row)];
     batch_.append_token(row, token);
-    requests_.at(batch_.req_id(row)).token_ids.push_back(token);
+    batch_.state(row)->token_ids.push_back(token);
   }
   for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
     result.req_ids.push_back(out.num_scheduled_tokens[k].req_id);

@@ -47,8 +47,11 @@ class ModelRunner {
   const CachedRequestState* request_state(const std::string& req_id) const;
 
  private:
-  void drop_unscheduled(const SchedulerOutput& out);
-  void apply_cached(const CachedRequestData& c, std::vector<std::string>& to_add);
+  static size_t advance_to(const SchedulerOutput& out, size_t& cursor, const std::string& id);
+  void find_scheduled_states(const SchedulerOutput& out);
+  void drop_unscheduled();
+  void apply_cached(const CachedRequestData& c, CachedRequestState& s,
+                    std::vector<CachedRequestState*>& to_add);
   void map_scheduled_rows(const SchedulerOutput& out);
   void reorder_decodes_first();
   void compute_token_level();
@@ -70,7 +73,9 @@ class ModelRunner {
   std::vector<int32_t> sched_index_of_row_;
   std::vector<int32_t> row_of_scheduled_;
   std::vector<uint8_t> row_is_scheduled_;
-  std::vector<std::string> scratch_to_add_;
+  std::vector<CachedRequestState*> scratch_to_add_;
+  // CachedRequestState of out.num_scheduled_tokens[k] (null for a request new this step).
+  std::vector<CachedRequestState*> scheduled_states_;
   std::vector<float> logits_;
   std::vector<int32_t> sampled_by_row_;
 };
