@@ -80,7 +80,8 @@ void BM_MixedStep(benchmark::State& state) {
     p.max_tokens = max_tokens;
     p.ignore_eos = true;
     std::vector<int32_t> prompt(static_cast<size_t>(prompt_len));
-    for (int t = 0; t < prompt_len; ++t) prompt[static_cast<size_t>(t)] = (next_id * 31 + t) % 32000;
+    for (int t = 0; t < prompt_len; ++t)
+      prompt[static_cast<size_t>(t)] = (next_id * 31 + t) % 32000;
     scheduler.add_request(std::make_unique<Request>("r" + std::to_string(next_id++), prompt, p));
   };
   for (int i = 0; i < 256; ++i) add(512, 64 + (i % 64));

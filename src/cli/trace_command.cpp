@@ -18,7 +18,8 @@ struct TraceOptions {
 int run_trace(const TraceOptions& opts) {
   TraceRunner runner(load_scenario_file(opts.scenario_path));
   const auto& cfg = runner.scenario().config;
-  std::cerr << "trace: block_size=" << cfg.cache.block_size << " num_blocks=" << cfg.cache.num_blocks
+  std::cerr << "trace: block_size=" << cfg.cache.block_size
+            << " num_blocks=" << cfg.cache.num_blocks
             << " max_model_len=" << cfg.scheduler.max_model_len
             << " max_num_batched_tokens=" << cfg.scheduler.max_num_batched_tokens
             << " max_num_seqs=" << cfg.scheduler.max_num_seqs
@@ -31,9 +32,9 @@ int run_trace(const TraceOptions& opts) {
   if (opts.summary) {
     const auto& sched = runner.engine().scheduler();
     const auto& stats = sched.kv_cache_manager().prefix_cache_stats();
-    std::cerr << "trace: " << runner.last_step() + 1 << " steps, "
-              << sched.num_preemptions_total() << " preemptions, prefix cache hits "
-              << stats.hits << "/" << stats.queries << " tokens\n";
+    std::cerr << "trace: " << runner.last_step() + 1 << " steps, " << sched.num_preemptions_total()
+              << " preemptions, prefix cache hits " << stats.hits << "/" << stats.queries
+              << " tokens\n";
   }
   std::cout.flush();
   return 0;

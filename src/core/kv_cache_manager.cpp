@@ -8,7 +8,9 @@ namespace pagedllm {
 
 namespace {
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
+int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
@@ -27,8 +29,8 @@ void KVCacheManager::ensure_block_hashes(Request& request, int num_full_blocks) 
     const size_t i = hashes.size();
     std::optional<BlockHash> parent;
     if (i > 0) parent = hashes[i - 1];
-    const auto block_tokens = tokens.subspan(i * static_cast<size_t>(block_size_),
-                                             static_cast<size_t>(block_size_));
+    const auto block_tokens =
+        tokens.subspan(i * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_));
     const std::string_view salt = i == 0 ? std::string_view(request.cache_salt) : "";
     hashes.push_back(hash_block_tokens(parent, block_tokens, salt));
   }

@@ -6,21 +6,30 @@ namespace pagedllm {
 
 const char* to_string(RequestStatus status) {
   switch (status) {
-    case RequestStatus::kWaiting: return "waiting";
-    case RequestStatus::kRunning: return "running";
-    case RequestStatus::kPreempted: return "preempted";
-    case RequestStatus::kFinishedStopped: return "finished_stopped";
-    case RequestStatus::kFinishedLengthCapped: return "finished_length_capped";
-    case RequestStatus::kFinishedAborted: return "finished_aborted";
+    case RequestStatus::kWaiting:
+      return "waiting";
+    case RequestStatus::kRunning:
+      return "running";
+    case RequestStatus::kPreempted:
+      return "preempted";
+    case RequestStatus::kFinishedStopped:
+      return "finished_stopped";
+    case RequestStatus::kFinishedLengthCapped:
+      return "finished_length_capped";
+    case RequestStatus::kFinishedAborted:
+      return "finished_aborted";
   }
   return "unknown";
 }
 
 const char* to_string(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kAbort: return "abort";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
   }
   return "unknown";
 }

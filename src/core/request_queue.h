@@ -17,7 +17,9 @@ class RequestQueue {
   explicit RequestQueue(SchedulingPolicy policy) : policy_(policy) {}
 
   bool empty() const { return size() == 0; }
-  size_t size() const { return policy_ == SchedulingPolicy::kFcfs ? fifo_.size() : ordered_.size(); }
+  size_t size() const {
+    return policy_ == SchedulingPolicy::kFcfs ? fifo_.size() : ordered_.size();
+  }
 
   void push_back(Request* request);
   // A preempted request goes back to the front under FCFS; under priority its key places it.

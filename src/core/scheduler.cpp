@@ -16,9 +16,13 @@ void SchedulerOutput::clear() {
 
 namespace {
 
-int ceil_div(int a, int b) { return (a + b - 1) / b; }
+int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
 
-std::vector<int32_t> to_vector(std::span<const int32_t> s) { return {s.begin(), s.end()}; }
+std::vector<int32_t> to_vector(std::span<const int32_t> s) {
+  return {s.begin(), s.end()};
+}
 
 }  // namespace
 
@@ -45,8 +49,8 @@ void Scheduler::validate_new_request(const Request& r) const {
   const int64_t total = static_cast<int64_t>(r.num_prompt_tokens()) + p.max_tokens;
   if (total > max_len) {
     throw RequestRejected(who + "prompt (" + std::to_string(r.num_prompt_tokens()) +
-                          " tokens) + max_tokens (" + std::to_string(p.max_tokens) + ") = " +
-                          std::to_string(total) + " exceeds max_model_len (" +
+                          " tokens) + max_tokens (" + std::to_string(p.max_tokens) +
+                          ") = " + std::to_string(total) + " exceeds max_model_len (" +
                           std::to_string(max_len) + ")");
   }
   // The last sampled token is never fed back, so it needs no KV slot.
@@ -247,8 +251,7 @@ bool Scheduler::check_stop(Request& r) const {
     r.status = RequestStatus::kFinishedStopped;
     return true;
   }
-  if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), last) !=
-      p.stop_token_ids.end()) {
+  if (std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), last) != p.stop_token_ids.end()) {
     r.status = RequestStatus::kFinishedStopped;
     r.stop_reason = last;
     return true;
@@ -256,8 +259,7 @@ bool Scheduler::check_stop(Request& r) const {
   return false;
 }
 
-void Scheduler::update_from_output(const SchedulerOutput& out,
-                                   const ModelRunnerOutput& runner_out,
+void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_out,
                                    std::vector<EngineCoreOutput>& outputs) {
   assert(runner_out.sampled_token_ids.size() == step_requests_.size());
   bool any_finished = false;

@@ -40,8 +40,7 @@ class Scheduler {
   void add_request(std::unique_ptr<Request> request);
   // Ends unfinished requests with a finished status (abort), freeing their blocks at once.
   // Returns the ids that were actually ended; unknown ids are ignored.
-  std::vector<std::string> finish_requests(std::span<const std::string> ids,
-                                           RequestStatus status);
+  std::vector<std::string> finish_requests(std::span<const std::string> ids, RequestStatus status);
 
   void schedule(SchedulerOutput& out);
   // runner_out.sampled_token_ids[i] belongs to out.num_scheduled_tokens[i].

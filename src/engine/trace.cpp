@@ -45,8 +45,8 @@ EngineConfig parse_config(const json& c, int& vocab_size) {
       get_int(c, "max_num_batched_tokens", s.max_num_batched_tokens, "config", 1);
   // vLLM requires budget >= max_num_seqs; a scenario that names only a small budget gets a
   // max_num_seqs that fits it.
-  s.max_num_seqs = get_int(c, "max_num_seqs", std::min(s.max_num_seqs, s.max_num_batched_tokens),
-                           "config", 1);
+  s.max_num_seqs =
+      get_int(c, "max_num_seqs", std::min(s.max_num_seqs, s.max_num_batched_tokens), "config", 1);
   s.enable_chunked_prefill =
       get_bool(c, "enable_chunked_prefill", s.enable_chunked_prefill, "config");
   k.enable_prefix_caching = get_bool(c, "enable_prefix_caching", k.enable_prefix_caching, "config");
@@ -102,7 +102,8 @@ TraceRequestSpec parse_request(const json& r, size_t index, const TraceScenario&
   TraceRequestSpec spec;
   spec.id = parse_id(r, index);
   spec.prompt_token_ids = parse_prompt(r, index, sc.vocab_size);
-  const int room = sc.config.scheduler.max_model_len - static_cast<int>(spec.prompt_token_ids.size());
+  const int room =
+      sc.config.scheduler.max_model_len - static_cast<int>(spec.prompt_token_ids.size());
   spec.max_tokens = get_int(r, "max_tokens", std::max(room, 1), where, 1);
   spec.min_tokens = get_int(r, "min_tokens", 0, where);
   spec.arrival_step = get_int(r, "arrival_step", 0, where);

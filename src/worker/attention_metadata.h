@@ -43,7 +43,7 @@ struct ModelInputs {
   std::vector<int32_t> cu_num_tokens;
   std::vector<int32_t> query_start_loc;  // +1
   std::vector<int32_t> seq_lens;
-  std::vector<int32_t> seq_start_loc;  // +1
+  std::vector<int32_t> seq_start_loc;        // +1
   std::vector<int32_t> num_computed_tokens;  // context_lens: computed before this step
   std::vector<int32_t> logits_indices;
 

@@ -49,7 +49,8 @@ void BlockTable::move_row(int src, int dst) {
 void BlockTable::swap_rows(int a, int b) {
   const int n = std::max(num_blocks(a), num_blocks(b));
   std::swap_ranges(row_ptr(a), row_ptr(a) + n, row_ptr(b));
-  std::swap(num_blocks_per_row_[static_cast<size_t>(a)], num_blocks_per_row_[static_cast<size_t>(b)]);
+  std::swap(num_blocks_per_row_[static_cast<size_t>(a)],
+            num_blocks_per_row_[static_cast<size_t>(b)]);
 }
 
 }  // namespace pagedllm

@@ -57,8 +57,8 @@ int InputBatch::index_of(const std::string& req_id) const {
 }
 
 std::span<const int32_t> InputBatch::row_tokens(int row) const {
-  return std::span(token_ids_).subspan(static_cast<size_t>(row) * max_model_len_,
-                                       static_cast<size_t>(num_tokens(row)));
+  return std::span(token_ids_)
+      .subspan(static_cast<size_t>(row) * max_model_len_, static_cast<size_t>(num_tokens(row)));
 }
 
 int InputBatch::add_request(CachedRequestState& state) {

@@ -60,7 +60,9 @@ class InputBatch {
   int num_tokens(int row) const { return num_tokens_[static_cast<size_t>(row)]; }
   int num_prompt_tokens(int row) const { return num_prompt_tokens_[static_cast<size_t>(row)]; }
   int num_computed_tokens(int row) const { return num_computed_tokens_[static_cast<size_t>(row)]; }
-  void set_num_computed_tokens(int row, int n) { num_computed_tokens_[static_cast<size_t>(row)] = n; }
+  void set_num_computed_tokens(int row, int n) {
+    num_computed_tokens_[static_cast<size_t>(row)] = n;
+  }
   BlockTable& block_table() { return block_table_; }
   const BlockTable& block_table() const { return block_table_; }
 

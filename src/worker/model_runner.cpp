@@ -11,10 +11,14 @@ namespace pagedllm {
 
 const char* to_string(AttentionState state) {
   switch (state) {
-    case AttentionState::kPrefillNoCache: return "PrefillNoCache";
-    case AttentionState::kPrefillCacheHit: return "PrefillCacheHit";
-    case AttentionState::kDecodeOnly: return "DecodeOnly";
-    case AttentionState::kChunkedPrefill: return "ChunkedPrefill";
+    case AttentionState::kPrefillNoCache:
+      return "PrefillNoCache";
+    case AttentionState::kPrefillCacheHit:
+      return "PrefillCacheHit";
+    case AttentionState::kDecodeOnly:
+      return "DecodeOnly";
+    case AttentionState::kChunkedPrefill:
+      return "ChunkedPrefill";
   }
   return "unknown";
 }
@@ -102,7 +106,8 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
 // New and cached requests are listed in the same relative order as num_scheduled_tokens, so
 // one forward scan finds each entry's index without hashing.
 size_t ModelRunner::advance_to(const SchedulerOutput& out, size_t& cursor, const std::string& id) {
-  while (cursor < out.num_scheduled_tokens.size() && out.num_scheduled_tokens[cursor].req_id != id) {
+  while (cursor < out.num_scheduled_tokens.size() &&
+         out.num_scheduled_tokens[cursor].req_id != id) {
     ++cursor;
   }
   if (cursor == out.num_scheduled_tokens.size()) {
@@ -267,7 +272,8 @@ void ModelRunner::compute_token_level() {
     in.block_table_indices[i] = in.req_indices[i] * K + pos / block_size_;
     in.block_numbers[i] = table[static_cast<size_t>(in.block_table_indices[i])];
     in.block_offsets[i] = pos % block_size_;
-    in.slot_mapping[i] = static_cast<int64_t>(in.block_numbers[i]) * block_size_ + in.block_offsets[i];
+    in.slot_mapping[i] =
+        static_cast<int64_t>(in.block_numbers[i]) * block_size_ + in.block_offsets[i];
   }
   // Padding tokens write nowhere (slot -1) and read token 0 at position 0.
   for (int j = in.num_actual_tokens; j < in.num_input_tokens; ++j) {

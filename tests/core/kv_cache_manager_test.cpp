@@ -125,7 +125,7 @@ TEST(KVCacheManager, HitBlocksInTheFreeQueueDoNotCountAsFreeForTheRest) {
   KVCacheManager kv(4, 2, 64, true);  // 3 usable blocks
   Request a = make_request("a", 4);
   admit(kv, a);
-  kv.free(a);  // blocks 1 and 2 are cached and free: 3 free in all
+  kv.free(a);                        // blocks 1 and 2 are cached and free: 3 free in all
   Request b = make_request("b", 7);  // hits 2 blocks, needs 2 more: only 1 is really free
   ComputedBlocks hit = kv.get_computed_blocks(b);
   EXPECT_EQ(hit.num_tokens, 4);

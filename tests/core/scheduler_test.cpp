@@ -75,7 +75,8 @@ class SchedulerDriver {
 
 Ids expected_tokens(int prompt_len, int max_tokens) {
   Ids t;
-  for (int k = 0; k < max_tokens; ++k) t.push_back(StandInModel::next_token(prompt_len - 1 + k, 512));
+  for (int k = 0; k < max_tokens; ++k)
+    t.push_back(StandInModel::next_token(prompt_len - 1 + k, 512));
   return t;
 }
 

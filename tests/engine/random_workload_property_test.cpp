@@ -305,8 +305,8 @@ TEST(RandomWorkloads, InvariantsHoldAtEveryStepAndTokensFollowTheStandInRule) {
     total_preemptions += result.preemptions;
     total_hits += result.prefix_hits;
     for (const auto& r : w.requests) {
-      const auto& tokens = result.tokens.count(r.id) ? result.tokens.at(r.id)
-                                                     : std::vector<int32_t>{};
+      const auto& tokens =
+          result.tokens.count(r.id) ? result.tokens.at(r.id) : std::vector<int32_t>{};
       ASSERT_TRUE(result.reasons.count(r.id)) << r.id << " never ended";
       const FinishReason reason = result.reasons.at(r.id);
       if (reason == FinishReason::kAbort) {

@@ -125,8 +125,9 @@ TEST(Trace, ScenarioErrorsNameTheField) {
     return "";
   };
   EXPECT_NE(error_of(R"({"config": {}})").find("requests"), std::string::npos);
-  EXPECT_NE(error_of(R"({"config": {"block_size": "x"}, "requests": []})").find("config.block_size"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"config": {"block_size": "x"}, "requests": []})").find("config.block_size"),
+      std::string::npos);
   EXPECT_NE(error_of(R"({"requests": [{"id": "a"}]})").find("requests[0]"), std::string::npos);
   EXPECT_NE(error_of(R"({"requests": [{"prompt_token_ids": [1, 99999]}]})").find("vocab_size"),
             std::string::npos);
@@ -164,7 +165,8 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }
 
 TEST(TraceCli, PrintsOneJsonLinePerScheduledStep) {
-  const CliResult r = run_cli("trace --scenario " PAGEDLLM_SOURCE_DIR "/examples/design-notes.json");
+  const CliResult r =
+      run_cli("trace --scenario " PAGEDLLM_SOURCE_DIR "/examples/design-notes.json");
   ASSERT_EQ(r.code, 0) << r.err;
   std::vector<json> lines;
   size_t start = 0;

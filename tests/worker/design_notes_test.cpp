@@ -97,8 +97,10 @@ TEST_F(ThreeRequestExample, Step1AllPrefillWithChunkedThirdRequest) {
   for (int r = 0; r < 5; ++r) {
     for (int c = 0; c < 5; ++c) {
       const float v = in.attn_mask[static_cast<size_t>(r * 5 + c)];
-      if (c <= r) EXPECT_EQ(v, 0.0f) << r << "," << c;
-      else EXPECT_TRUE(std::isinf(v) && v < 0) << r << "," << c;
+      if (c <= r)
+        EXPECT_EQ(v, 0.0f) << r << "," << c;
+      else
+        EXPECT_TRUE(std::isinf(v) && v < 0) << r << "," << c;
     }
   }
   // Block table rows [1 2], [3], [4 5 6]; the rest of each row is the null block.
@@ -271,7 +273,8 @@ TEST(PrepareInputs, DecodeRowsAreMovedInFrontOfPrefills) {
   ModelRunner runner(cfg);
   SchedulerOutput out;
   // Scheduler order: prefill p1, decode d1, prefill p2, decode d2.
-  const std::vector<std::pair<std::string, int>> reqs = {{"p1", 5}, {"d1", 1}, {"p2", 6}, {"d2", 1}};
+  const std::vector<std::pair<std::string, int>> reqs = {
+      {"p1", 5}, {"d1", 1}, {"p2", 6}, {"d2", 1}};
   int32_t next_block = 1;
   for (const auto& [id, count] : reqs) {
     NewRequestData n;

@@ -21,7 +21,9 @@ CachedRequestState make_state(const std::string& id, Ids tokens, Ids blocks, flo
   return s;
 }
 
-Ids row_of(const BlockTable& t, int r) { return Ids(t.row(r).begin(), t.row(r).end()); }
+Ids row_of(const BlockTable& t, int r) {
+  return Ids(t.row(r).begin(), t.row(r).end());
+}
 
 TEST(BlockTable, AddAppendMoveAndSwapRowsKeepUnusedEntriesNull) {
   BlockTable t(3, 4);
@@ -54,7 +56,7 @@ TEST(InputBatch, AddsAtTheLowestFreeRowAndCondenseFillsHolesFromTheBack) {
   EXPECT_FALSE(b.remove_request("zzz"));
   EXPECT_EQ(a.row, -1);
   EXPECT_EQ(b.add_request(e), 0);  // lowest hole
-  b.condense();  // d moves into row 2's hole
+  b.condense();                    // d moves into row 2's hole
   EXPECT_EQ(b.num_reqs(), 3);
   EXPECT_EQ(b.req_id(0), "e");
   EXPECT_EQ(b.req_id(1), "b");
