@@ -1,0 +1,80 @@
+#include "kernels/cpu/dequant.h"
+
+#include <cmath>
+
+namespace pagedllm::cpu {
+
+uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  const uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);  // round to nearest even
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+uint16_t f32_to_f16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  const uint32_t sign = (bits >> 16) & 0x8000;
+  const int32_t exp = static_cast<int32_t>((bits >> 23) & 0xFF) - 127 + 15;
+  uint32_t mant = bits & 0x7FFFFF;
+  if (((bits >> 23) & 0xFF) == 0xFF) return static_cast<uint16_t>(sign | 0x7C00 | (mant ? 0x200 : 0));
+  if (exp >= 0x1F) return static_cast<uint16_t>(sign | 0x7C00);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000;
+    const int shift = 14 - exp;
+    uint32_t half = mant >> shift;
+    const uint32_t rem = mant & ((1u << shift) - 1);
+    const uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = sign | (static_cast<uint32_t>(exp) << 10) | (mant >> 13);
+  const uint32_t rem = mant & 0x1FFF;
+  if (rem > 0x1000 || (rem == 0x1000 && (half & 1))) ++half;
+  return static_cast<uint16_t>(half);
+}
+
+namespace {
+
+uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n) {
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(load_u16(src + 2 * i));
+      return;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
+      return;
+    case DType::kQ8_0:
+      for (int64_t b = 0; b < n / 32; ++b, src += 34) {
+        const float d = f16_to_f32(load_u16(src));
+        const auto* q = reinterpret_cast<const int8_t*>(src + 2);
+        for (int j = 0; j < 32; ++j) dst[b * 32 + j] = d * static_cast<float>(q[j]);
+      }
+      return;
+    case DType::kQ4_0:
+      for (int64_t b = 0; b < n / 32; ++b, src += 18) {
+        const float d = f16_to_f32(load_u16(src));
+        const uint8_t* q = src + 2;
+        for (int j = 0; j < 16; ++j) {
+          dst[b * 32 + j] = d * static_cast<float>((q[j] & 0x0F) - 8);
+          dst[b * 32 + j + 16] = d * static_cast<float>((q[j] >> 4) - 8);
+        }
+      }
+      return;
+  }
+}
+
+}  // namespace pagedllm::cpu

@@ -1,0 +1,80 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "kernels/cpu/linear.h"
+
+namespace pagedllm::cpu {
+
+void rms_norm(const float* x, const float* weight, float* out, int rows, int width, float eps) {
+#pragma omp parallel for schedule(static) if (rows > 8)
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + static_cast<size_t>(r) * width;
+    float* o = out + static_cast<size_t>(r) * width;
+    const float mean_sq = dot(xr, xr, width) / static_cast<float>(width);
+    const float scale = 1.0f / std::sqrt(mean_sq + eps);
+    for (int i = 0; i < width; ++i) o[i] = xr[i] * scale * weight[i];
+  }
+}
+
+std::vector<float> rope_inverse_frequencies(const ModelConfig& c) {
+  const int half = c.head_dim / 2;
+  std::vector<float> inv(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i) {
+    double freq = 1.0 / std::pow(static_cast<double>(c.rope_theta), 2.0 * i / c.head_dim);
+    if (c.rope_scaling) {
+      const auto& s = *c.rope_scaling;
+      const double old_len = s.original_max_position_embeddings;
+      const double low_wavelen = old_len / s.low_freq_factor;
+      const double high_wavelen = old_len / s.high_freq_factor;
+      const double wavelen = 2.0 * std::numbers::pi / freq;
+      if (wavelen > low_wavelen) {
+        freq /= s.factor;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth =
+            (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+        freq = (1.0 - smooth) * freq / s.factor + smooth * freq;
+      }
+    }
+    inv[static_cast<size_t>(i)] = static_cast<float>(freq);
+  }
+  return inv;
+}
+
+void apply_rope(float* x, int tokens, int n_heads, int head_dim, std::span<const int32_t> positions,
+                std::span<const float> inv_freq, RopeStyle style) {
+  const int half = head_dim / 2;
+#pragma omp parallel for schedule(static) if (tokens > 8)
+  for (int t = 0; t < tokens; ++t) {
+    const double pos = positions[static_cast<size_t>(t)];
+    for (int i = 0; i < half; ++i) {
+      const double angle = pos * static_cast<double>(inv_freq[static_cast<size_t>(i)]);
+      const float c = static_cast<float>(std::cos(angle));
+      const float s = static_cast<float>(std::sin(angle));
+      // Interleaved rotates (2i, 2i+1); NeoX rotates (i, i + half).
+      const int a = style == RopeStyle::kInterleaved ? 2 * i : i;
+      const int b = style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
+      for (int h = 0; h < n_heads; ++h) {
+        float* v = x + (static_cast<size_t>(t) * n_heads + h) * head_dim;
+        const float x0 = v[a], x1 = v[b];
+        v[a] = x0 * c - x1 * s;
+        v[b] = x0 * s + x1 * c;
+      }
+    }
+  }
+}
+
+void silu_mul(float* gate, const float* up, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void add_inplace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+}  // namespace pagedllm::cpu

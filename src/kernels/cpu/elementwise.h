@@ -1,0 +1,29 @@
+// Normalization, rotary embedding and activation kernels over [tokens, width] rows.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "loader/model_config.h"
+#include "loader/model_weights.h"
+
+namespace pagedllm::cpu {
+
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * weight; out may alias x.
+void rms_norm(const float* x, const float* weight, float* out, int rows, int width, float eps);
+
+// Inverse frequencies theta^(-2i/head_dim), i < head_dim/2, with Llama 3 scaling when given.
+std::vector<float> rope_inverse_frequencies(const ModelConfig& config);
+
+// Rotates every head of x ([tokens, n_heads * head_dim]) by its token's position.
+void apply_rope(float* x, int tokens, int n_heads, int head_dim, std::span<const int32_t> positions,
+                std::span<const float> inv_freq, RopeStyle style);
+
+// gate[i] = silu(gate[i]) * up[i].
+void silu_mul(float* gate, const float* up, int64_t n);
+
+// x[i] += y[i].
+void add_inplace(float* x, const float* y, int64_t n);
+
+}  // namespace pagedllm::cpu

@@ -1,0 +1,60 @@
+// The paged KV cache storage, in vLLM's paged_attention_v1 layout (x = 16 bytes / element):
+//   key_cache   [num_blocks, num_kv_heads, head_size / x, block_size, x]
+//   value_cache [num_blocks, num_kv_heads, head_size, block_size]
+// Slot s lives in block s / block_size at offset s % block_size. Block 0 is never written
+// with real data (it is the null block).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace pagedllm {
+
+struct KVCacheSpec {
+  int num_layers = 0;
+  int num_blocks = 0;
+  int block_size = 16;
+  int num_kv_heads = 0;
+  int head_size = 0;
+
+  static constexpr int kX = 16 / sizeof(float);
+  // K and V of every layer for one block, in bytes.
+  int64_t bytes_per_block() const {
+    return 2LL * num_layers * num_kv_heads * head_size * block_size * int64_t{sizeof(float)};
+  }
+  int64_t floats_per_layer() const {
+    return int64_t{num_blocks} * num_kv_heads * head_size * block_size;
+  }
+};
+
+// One layer's caches with index helpers for the layout above.
+struct KVCacheLayer {
+  float* key = nullptr;
+  float* value = nullptr;
+  KVCacheSpec spec;
+
+  size_t key_index(int64_t block, int head, int d, int offset) const {
+    const int x = KVCacheSpec::kX;
+    return static_cast<size_t>(
+        (((block * spec.num_kv_heads + head) * (spec.head_size / x) + d / x) * spec.block_size +
+         offset) * x + d % x);
+  }
+  size_t value_index(int64_t block, int head, int d, int offset) const {
+    return static_cast<size_t>(((block * spec.num_kv_heads + head) * spec.head_size + d) *
+                                   spec.block_size + offset);
+  }
+};
+
+class PagedKVCache {
+ public:
+  explicit PagedKVCache(const KVCacheSpec& spec);
+  const KVCacheSpec& spec() const { return spec_; }
+  KVCacheLayer layer(int l);
+
+ private:
+  KVCacheSpec spec_;
+  std::vector<float> storage_;
+};
+
+}  // namespace pagedllm

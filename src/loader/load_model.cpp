@@ -1,0 +1,16 @@
+#include "loader/load_model.h"
+
+#include <filesystem>
+
+#include "loader/llama2c_loader.h"
+
+namespace pagedllm {
+
+ModelWeights load_model(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw ModelLoadError(path + ": no such file or directory");
+  if (looks_like_llama2c(path)) return load_llama2c(path);
+  throw ModelLoadError(path + ": unrecognized model format (expected GGUF, a Hugging Face "
+                              "directory or a llama2.c checkpoint)");
+}
+
+}  // namespace pagedllm

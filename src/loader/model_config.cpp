@@ -1,0 +1,23 @@
+#include "loader/model_config.h"
+
+#include "loader/mapped_file.h"
+
+namespace pagedllm {
+
+void ModelConfig::validate(const std::string& source) const {
+  auto require = [&](bool ok, const std::string& what) {
+    if (!ok) throw ModelLoadError(source + ": " + what);
+  };
+  require(dim > 0 && hidden_dim > 0 && n_layers > 0, "dim, hidden_dim and n_layers must be > 0");
+  require(n_heads > 0 && n_kv_heads > 0, "n_heads and n_kv_heads must be > 0");
+  require(n_heads % n_kv_heads == 0, "n_heads must be a multiple of n_kv_heads");
+  require(head_dim > 0 && head_dim % 2 == 0, "head_dim must be even and > 0");
+  require(vocab_size > 0, "vocab_size must be > 0");
+  require(max_seq_len > 0, "context length must be > 0");
+  require(norm_eps > 0.0f, "norm epsilon must be > 0");
+  require(dim <= (1 << 20) && hidden_dim <= (1 << 22) && n_layers <= 4096 && n_heads <= 4096 &&
+              vocab_size <= (1 << 24),
+          "implausibly large dimensions");
+}
+
+}  // namespace pagedllm

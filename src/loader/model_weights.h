@@ -1,0 +1,52 @@
+// A loaded model: its configuration and views of every weight, plus whatever keeps those views
+// alive (a memory map, or buffers the loader had to build).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loader/mapped_file.h"
+#include "loader/model_config.h"
+#include "loader/tensor.h"
+
+namespace pagedllm {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;
+  WeightMatrix wq, wk, wv, wo;
+  const float* bq = nullptr;  // Qwen2 QKV biases
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* q_norm = nullptr;  // Qwen3 per-head RMSNorm of Q and K
+  const float* k_norm = nullptr;
+  const float* ffn_norm = nullptr;
+  WeightMatrix w_gate, w_up, w_down;
+};
+
+enum class RopeStyle {
+  kInterleaved,  // rotate pairs (2i, 2i+1): llama2.c, GGUF `llama`
+  kNeox,         // rotate (i, i + d/2): Hugging Face weights, GGUF qwen2/qwen3
+};
+
+struct ModelWeights {
+  ModelConfig config;
+  RopeStyle rope_style = RopeStyle::kInterleaved;
+  WeightMatrix token_embedding;  // [vocab, dim]
+  std::vector<LayerWeights> layers;
+  const float* final_norm = nullptr;
+  WeightMatrix output;  // [vocab, dim]; the embedding itself when tied
+  std::string source;   // the file it came from, for messages
+
+  std::vector<std::shared_ptr<MappedFile>> files;
+  std::vector<std::vector<float>> owned;
+
+  // Copies values into storage the weights own and returns a pointer to it.
+  const float* own(std::vector<float> values) {
+    owned.push_back(std::move(values));
+    return owned.back().data();
+  }
+};
+
+}  // namespace pagedllm

@@ -1,0 +1,103 @@
+#include "model/llama_model.h"
+
+#include <stdexcept>
+
+#include "kernels/cpu/dequant.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/paged_attention.h"
+
+namespace pagedllm {
+
+KVCacheSpec LlamaModel::kv_cache_spec(const ModelConfig& c, int num_blocks, int block_size) {
+  return KVCacheSpec{c.n_layers, num_blocks, block_size, c.n_kv_heads, c.head_dim};
+}
+
+LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache,
+                       int max_tokens)
+    : weights_(std::move(weights)), kv_cache_(kv_cache), max_tokens_(max_tokens) {
+  const ModelConfig& c = weights_->config;
+  const auto& spec = kv_cache.spec();
+  if (spec.num_layers != c.n_layers || spec.num_kv_heads != c.n_kv_heads ||
+      spec.head_size != c.head_dim) {
+    throw std::invalid_argument("KV cache geometry does not match the model");
+  }
+  inv_freq_ = cpu::rope_inverse_frequencies(c);
+  const auto t = static_cast<size_t>(max_tokens);
+  x_.resize(t * c.dim);
+  xb_.resize(t * std::max(c.dim, c.q_dim()));
+  q_.resize(t * c.q_dim());
+  k_.resize(t * c.kv_dim());
+  v_.resize(t * c.kv_dim());
+  attn_.resize(t * c.q_dim());
+  gate_.resize(t * c.hidden_dim);
+  up_.resize(t * c.hidden_dim);
+}
+
+void LlamaModel::embed(std::span<const int32_t> ids, float* out) const {
+  const auto& e = weights_->token_embedding;
+  const int dim = weights_->config.dim;
+  for (size_t t = 0; t < ids.size(); ++t) {
+    const int32_t id = ids[t];
+    if (id < 0 || id >= e.rows) throw std::out_of_range("token id outside the vocabulary");
+    cpu::dequantize_row(e.dtype, e.row(id), out + t * dim, dim);
+  }
+}
+
+void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
+  const ModelConfig& c = weights_->config;
+  const LayerWeights& w = weights_->layers[static_cast<size_t>(layer)];
+  cpu::rms_norm(x_.data(), w.attn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
+  cpu::linear(xb_.data(), tokens, w.wq, q_.data(), w.bq);
+  cpu::linear(xb_.data(), tokens, w.wk, k_.data(), w.bk);
+  cpu::linear(xb_.data(), tokens, w.wv, v_.data(), w.bv);
+  if (w.q_norm) {
+    cpu::rms_norm(q_.data(), w.q_norm, q_.data(), tokens * c.n_heads, c.head_dim, c.norm_eps);
+    cpu::rms_norm(k_.data(), w.k_norm, k_.data(), tokens * c.n_kv_heads, c.head_dim, c.norm_eps);
+  }
+  const auto positions = in.positions_actual();
+  cpu::apply_rope(q_.data(), tokens, c.n_heads, c.head_dim, positions, inv_freq_,
+                  weights_->rope_style);
+  cpu::apply_rope(k_.data(), tokens, c.n_kv_heads, c.head_dim, positions, inv_freq_,
+                  weights_->rope_style);
+
+  KVCacheLayer cache = kv_cache_.layer(layer);
+  cpu::reshape_and_cache(k_.data(), v_.data(), in.slot_mapping_actual(), cache);
+  cpu::AttentionBatch batch{in.num_reqs, in.query_start_loc_view(), positions, in.block_table,
+                            in.max_blocks_per_req};
+  cpu::paged_attention(q_.data(), c.n_heads, batch, cache, attn_.data());
+  cpu::linear(attn_.data(), tokens, w.wo, xb_.data());
+  cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);
+}
+
+void LlamaModel::mlp_block(int layer, int tokens) {
+  const ModelConfig& c = weights_->config;
+  const LayerWeights& w = weights_->layers[static_cast<size_t>(layer)];
+  cpu::rms_norm(x_.data(), w.ffn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
+  cpu::linear(xb_.data(), tokens, w.w_gate, gate_.data());
+  cpu::linear(xb_.data(), tokens, w.w_up, up_.data());
+  cpu::silu_mul(gate_.data(), up_.data(), static_cast<int64_t>(tokens) * c.hidden_dim);
+  cpu::linear(gate_.data(), tokens, w.w_down, xb_.data());
+  cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);
+}
+
+void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
+  const ModelConfig& c = weights_->config;
+  const int tokens = in.num_actual_tokens;
+  if (tokens > max_tokens_) throw std::length_error("step has more tokens than the model's workspace");
+  embed(in.input_ids_actual(), x_.data());
+  for (int l = 0; l < c.n_layers; ++l) {
+    attention_block(l, in, tokens);
+    mlp_block(l, tokens);
+  }
+  // Only the last token of each request needs logits.
+  last_.resize(static_cast<size_t>(in.num_reqs) * c.dim);
+  for (int r = 0; r < in.num_reqs; ++r) {
+    const float* src = x_.data() + static_cast<size_t>(in.logits_indices[static_cast<size_t>(r)]) * c.dim;
+    std::copy(src, src + c.dim, last_.data() + static_cast<size_t>(r) * c.dim);
+  }
+  cpu::rms_norm(last_.data(), weights_->final_norm, last_.data(), in.num_reqs, c.dim, c.norm_eps);
+  cpu::linear(last_.data(), in.num_reqs, weights_->output, logits.data());
+}
+
+}  // namespace pagedllm

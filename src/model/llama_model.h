@@ -1,0 +1,41 @@
+// The Llama-family forward pass (Llama 2/3, Mistral, Qwen2/2.5/3) over the paged KV cache:
+// embedding, then per layer RMSNorm, QKV (+bias, +Q/K norm), RoPE from positions,
+// reshape_and_cache, paged attention with GQA, output projection, RMSNorm, SwiGLU MLP; logits
+// only at logits_indices.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "kernels/kv_cache.h"
+#include "loader/model_weights.h"
+#include "model/model.h"
+
+namespace pagedllm {
+
+class LlamaModel : public Model {
+ public:
+  // max_tokens bounds the tokens of one step (the scheduler's max_num_batched_tokens).
+  LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache, int max_tokens);
+
+  int vocab_size() const override { return weights_->config.vocab_size; }
+  void forward(const ModelInputs& inputs, std::span<float> logits) override;
+  const ModelConfig& config() const { return weights_->config; }
+
+  // The KV geometry this model needs, for sizing the cache before the model is built.
+  static KVCacheSpec kv_cache_spec(const ModelConfig& config, int num_blocks, int block_size);
+
+ private:
+  void embed(std::span<const int32_t> ids, float* out) const;
+  void attention_block(int layer, const ModelInputs& in, int tokens);
+  void mlp_block(int layer, int tokens);
+
+  std::shared_ptr<const ModelWeights> weights_;
+  PagedKVCache& kv_cache_;
+  int max_tokens_;
+  std::vector<float> inv_freq_;
+  // Workspace, sized once for max_tokens.
+  std::vector<float> x_, xb_, q_, k_, v_, attn_, gate_, up_, last_;
+};
+
+}  // namespace pagedllm
