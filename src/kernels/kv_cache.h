@@ -38,11 +38,13 @@ struct KVCacheLayer {
     const int x = KVCacheSpec::kX;
     return static_cast<size_t>(
         (((block * spec.num_kv_heads + head) * (spec.head_size / x) + d / x) * spec.block_size +
-         offset) * x + d % x);
+         offset) *
+            x +
+        d % x);
   }
   size_t value_index(int64_t block, int head, int d, int offset) const {
-    return static_cast<size_t>(((block * spec.num_kv_heads + head) * spec.head_size + d) *
-                                   spec.block_size + offset);
+    return static_cast<size_t>(
+        ((block * spec.num_kv_heads + head) * spec.head_size + d) * spec.block_size + offset);
   }
 };
 

@@ -32,14 +32,14 @@ ModelConfig config_from(const Header& h) {
 int64_t expected_floats(const ModelConfig& c) {
   const int64_t d = c.dim, hd = c.hidden_dim, L = c.n_layers, v = c.vocab_size;
   const int64_t kv = c.kv_dim();
-  int64_t n = v * d;                        // token embedding
-  n += L * d;                               // rms_att
-  n += L * d * d + 2 * L * kv * d;          // wq, wk, wv
-  n += L * d * d;                           // wo
-  n += L * d;                               // rms_ffn
-  n += 3 * L * hd * d;                      // w1, w2, w3
-  n += d;                                   // rms_final
-  n += int64_t{c.max_seq_len} * c.head_dim; // unused RoPE tables (real + imag)
+  int64_t n = v * d;                         // token embedding
+  n += L * d;                                // rms_att
+  n += L * d * d + 2 * L * kv * d;           // wq, wk, wv
+  n += L * d * d;                            // wo
+  n += L * d;                                // rms_ffn
+  n += 3 * L * hd * d;                       // w1, w2, w3
+  n += d;                                    // rms_final
+  n += int64_t{c.max_seq_len} * c.head_dim;  // unused RoPE tables (real + imag)
   if (!c.tied_embeddings) n += v * d;
   return n;
 }
@@ -122,8 +122,8 @@ ModelWeights load_llama2c(const std::string& path) {
   }
   w.final_norm = take(d);
   take(int64_t{c.max_seq_len} * c.head_dim);  // precomputed RoPE tables: recomputed instead
-  w.output = c.tied_embeddings ? w.token_embedding : matrix(take(int64_t{c.vocab_size} * d),
-                                                            c.vocab_size, d);
+  w.output = c.tied_embeddings ? w.token_embedding
+                               : matrix(take(int64_t{c.vocab_size} * d), c.vocab_size, d);
   w.rope_style = RopeStyle::kInterleaved;
   w.files.push_back(std::move(file));
   return w;

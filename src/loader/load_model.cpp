@@ -2,15 +2,19 @@
 
 #include <filesystem>
 
+#include "loader/gguf_file.h"
+#include "loader/gguf_loader.h"
 #include "loader/llama2c_loader.h"
 
 namespace pagedllm {
 
 ModelWeights load_model(const std::string& path) {
   if (!std::filesystem::exists(path)) throw ModelLoadError(path + ": no such file or directory");
+  if (GGUFFile::has_magic(path)) return load_gguf(path);
   if (looks_like_llama2c(path)) return load_llama2c(path);
-  throw ModelLoadError(path + ": unrecognized model format (expected GGUF, a Hugging Face "
-                              "directory or a llama2.c checkpoint)");
+  throw ModelLoadError(path +
+                       ": unrecognized model format (expected GGUF, a Hugging Face "
+                       "directory or a llama2.c checkpoint)");
 }
 
 }  // namespace pagedllm

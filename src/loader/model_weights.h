@@ -36,6 +36,9 @@ struct ModelWeights {
   WeightMatrix token_embedding;  // [vocab, dim]
   std::vector<LayerWeights> layers;
   const float* final_norm = nullptr;
+  // Per-frequency divisors (GGUF rope_freqs, how llama.cpp stores Llama 3 rope scaling); null
+  // when absent.
+  const float* rope_freq_factors = nullptr;
   WeightMatrix output;  // [vocab, dim]; the embedding itself when tied
   std::string source;   // the file it came from, for messages
 

@@ -4,11 +4,16 @@ namespace pagedllm {
 
 const char* to_string(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "F32";
-    case DType::kF16: return "F16";
-    case DType::kBF16: return "BF16";
-    case DType::kQ8_0: return "Q8_0";
-    case DType::kQ4_0: return "Q4_0";
+    case DType::kF32:
+      return "F32";
+    case DType::kF16:
+      return "F16";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kQ8_0:
+      return "Q8_0";
+    case DType::kQ4_0:
+      return "Q4_0";
   }
   return "?";
 }
@@ -19,11 +24,15 @@ int block_elements(DType dtype) {
 
 size_t block_bytes(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 4;
+    case DType::kF32:
+      return 4;
     case DType::kF16:
-    case DType::kBF16: return 2;
-    case DType::kQ8_0: return 2 + 32;  // f16 scale + 32 int8
-    case DType::kQ4_0: return 2 + 16;  // f16 scale + 32 nibbles
+    case DType::kBF16:
+      return 2;
+    case DType::kQ8_0:
+      return 2 + 32;  // f16 scale + 32 int8
+    case DType::kQ4_0:
+      return 2 + 16;  // f16 scale + 32 nibbles
   }
   return 0;
 }

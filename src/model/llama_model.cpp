@@ -23,6 +23,9 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
     throw std::invalid_argument("KV cache geometry does not match the model");
   }
   inv_freq_ = cpu::rope_inverse_frequencies(c);
+  if (weights_->rope_freq_factors) {
+    for (size_t i = 0; i < inv_freq_.size(); ++i) inv_freq_[i] /= weights_->rope_freq_factors[i];
+  }
   const auto t = static_cast<size_t>(max_tokens);
   x_.resize(t * c.dim);
   xb_.resize(t * std::max(c.dim, c.q_dim()));
@@ -84,7 +87,8 @@ void LlamaModel::mlp_block(int layer, int tokens) {
 void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
   const ModelConfig& c = weights_->config;
   const int tokens = in.num_actual_tokens;
-  if (tokens > max_tokens_) throw std::length_error("step has more tokens than the model's workspace");
+  if (tokens > max_tokens_)
+    throw std::length_error("step has more tokens than the model's workspace");
   embed(in.input_ids_actual(), x_.data());
   for (int l = 0; l < c.n_layers; ++l) {
     attention_block(l, in, tokens);
@@ -93,7 +97,8 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
   // Only the last token of each request needs logits.
   last_.resize(static_cast<size_t>(in.num_reqs) * c.dim);
   for (int r = 0; r < in.num_reqs; ++r) {
-    const float* src = x_.data() + static_cast<size_t>(in.logits_indices[static_cast<size_t>(r)]) * c.dim;
+    const float* src =
+        x_.data() + static_cast<size_t>(in.logits_indices[static_cast<size_t>(r)]) * c.dim;
     std::copy(src, src + c.dim, last_.data() + static_cast<size_t>(r) * c.dim);
   }
   cpu::rms_norm(last_.data(), weights_->final_norm, last_.data(), in.num_reqs, c.dim, c.norm_eps);

@@ -24,7 +24,8 @@ Expected read_expected(const std::string& dir) {
   std::ifstream in(test::model_path(dir + "/expected.json"));
   EXPECT_TRUE(in.good()) << "missing " << test::model_path(dir + "/expected.json");
   const auto doc = nlohmann::json::parse(in);
-  return {doc["prompt_ids"].get<std::vector<int32_t>>(), doc["greedy_ids"].get<std::vector<int32_t>>()};
+  return {doc["prompt_ids"].get<std::vector<int32_t>>(),
+          doc["greedy_ids"].get<std::vector<int32_t>>()};
 }
 
 std::vector<int32_t> generate_greedy(const std::string& path, const std::vector<int32_t>& prompt,
@@ -47,7 +48,8 @@ std::vector<int32_t> generate_greedy(const std::string& path, const std::vector<
   engine.add_request(std::make_unique<Request>("r", prompt, p, mc.eos_token_id));
   std::vector<int32_t> out;
   while (engine.has_unfinished_requests()) {
-    for (const auto& o : engine.step()) out.insert(out.end(), o.new_token_ids.begin(), o.new_token_ids.end());
+    for (const auto& o : engine.step())
+      out.insert(out.end(), o.new_token_ids.begin(), o.new_token_ids.end());
   }
   return out;
 }
@@ -55,6 +57,12 @@ std::vector<int32_t> generate_greedy(const std::string& path, const std::vector<
 TEST(GreedyReference, Stories260KFromLlama2cCheckpoint) {
   const Expected e = read_expected("stories260K");
   EXPECT_EQ(generate_greedy(test::model_path("stories260K/stories260K.bin"), e.prompt_ids, 200),
+            e.greedy_ids);
+}
+
+TEST(GreedyReference, Stories260KFromGguf) {
+  const Expected e = read_expected("stories260K");
+  EXPECT_EQ(generate_greedy(test::model_path("stories260K/stories260K.gguf"), e.prompt_ids, 200),
             e.greedy_ids);
 }
 

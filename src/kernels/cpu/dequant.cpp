@@ -18,7 +18,8 @@ uint16_t f32_to_f16(float f) {
   const uint32_t sign = (bits >> 16) & 0x8000;
   const int32_t exp = static_cast<int32_t>((bits >> 23) & 0xFF) - 127 + 15;
   uint32_t mant = bits & 0x7FFFFF;
-  if (((bits >> 23) & 0xFF) == 0xFF) return static_cast<uint16_t>(sign | 0x7C00 | (mant ? 0x200 : 0));
+  if (((bits >> 23) & 0xFF) == 0xFF)
+    return static_cast<uint16_t>(sign | 0x7C00 | (mant ? 0x200 : 0));
   if (exp >= 0x1F) return static_cast<uint16_t>(sign | 0x7C00);
   if (exp <= 0) {
     if (exp < -10) return static_cast<uint16_t>(sign);

@@ -41,15 +41,16 @@ void attend_one(const float* q, int kv_head, int pos, const int32_t* blocks,
     const int64_t block = blocks[j / s.block_size];
     const int offset = j % s.block_size;
     float score = 0.0f;
-    for (int d = 0; d < D; ++d) score += q[d] * cache.key[cache.key_index(block, kv_head, d, offset)];
+    for (int d = 0; d < D; ++d)
+      score += q[d] * cache.key[cache.key_index(block, kv_head, d, offset)];
     score *= scale;
     const float new_max = std::max(running_max, score);
     const float correction = std::exp(running_max - new_max);
     const float weight = std::exp(score - new_max);
     running_sum = running_sum * correction + weight;
     for (int d = 0; d < D; ++d) {
-      acc[d] = acc[d] * correction +
-               weight * cache.value[cache.value_index(block, kv_head, d, offset)];
+      acc[d] =
+          acc[d] * correction + weight * cache.value[cache.value_index(block, kv_head, d, offset)];
     }
     running_max = new_max;
   }
