@@ -26,14 +26,16 @@ class Reader {
   }
   std::string read_string(const char* what) {
     const auto n = read<uint64_t>(what);
-    if (n > kMaxStringBytes) fail(std::string(what) + ": string length " + std::to_string(n) + " is implausible");
+    if (n > kMaxStringBytes)
+      fail(std::string(what) + ": string length " + std::to_string(n) + " is implausible");
     need(n, what);
     std::string s(reinterpret_cast<const char*>(f_.data() + pos_), n);
     pos_ += n;
     return s;
   }
   [[noreturn]] void fail(const std::string& what) const {
-    throw ModelLoadError(f_.path() + ": invalid GGUF at byte " + std::to_string(pos_) + ": " + what);
+    throw ModelLoadError(f_.path() + ": invalid GGUF at byte " + std::to_string(pos_) + ": " +
+                         what);
   }
   void need(uint64_t n, const char* what) const {
     if (n > f_.size() - pos_) fail(std::string("truncated while reading ") + what);
@@ -46,11 +48,23 @@ class Reader {
 
 size_t scalar_size(GGUFType t) {
   switch (t) {
-    case GGUFType::kUint8: case GGUFType::kInt8: case GGUFType::kBool: return 1;
-    case GGUFType::kUint16: case GGUFType::kInt16: return 2;
-    case GGUFType::kUint32: case GGUFType::kInt32: case GGUFType::kFloat32: return 4;
-    case GGUFType::kUint64: case GGUFType::kInt64: case GGUFType::kFloat64: return 8;
-    default: return 0;
+    case GGUFType::kUint8:
+    case GGUFType::kInt8:
+    case GGUFType::kBool:
+      return 1;
+    case GGUFType::kUint16:
+    case GGUFType::kInt16:
+      return 2;
+    case GGUFType::kUint32:
+    case GGUFType::kInt32:
+    case GGUFType::kFloat32:
+      return 4;
+    case GGUFType::kUint64:
+    case GGUFType::kInt64:
+    case GGUFType::kFloat64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -60,16 +74,26 @@ bool is_int_type(GGUFType t) {
 
 int64_t read_int_scalar(Reader& r, GGUFType t) {
   switch (t) {
-    case GGUFType::kUint8: return r.read<uint8_t>("u8");
-    case GGUFType::kInt8: return r.read<int8_t>("i8");
-    case GGUFType::kBool: return r.read<uint8_t>("bool") != 0;
-    case GGUFType::kUint16: return r.read<uint16_t>("u16");
-    case GGUFType::kInt16: return r.read<int16_t>("i16");
-    case GGUFType::kUint32: return r.read<uint32_t>("u32");
-    case GGUFType::kInt32: return r.read<int32_t>("i32");
-    case GGUFType::kUint64: return static_cast<int64_t>(r.read<uint64_t>("u64"));
-    case GGUFType::kInt64: return r.read<int64_t>("i64");
-    default: r.fail("not an integer type");
+    case GGUFType::kUint8:
+      return r.read<uint8_t>("u8");
+    case GGUFType::kInt8:
+      return r.read<int8_t>("i8");
+    case GGUFType::kBool:
+      return r.read<uint8_t>("bool") != 0;
+    case GGUFType::kUint16:
+      return r.read<uint16_t>("u16");
+    case GGUFType::kInt16:
+      return r.read<int16_t>("i16");
+    case GGUFType::kUint32:
+      return r.read<uint32_t>("u32");
+    case GGUFType::kInt32:
+      return r.read<int32_t>("i32");
+    case GGUFType::kUint64:
+      return static_cast<int64_t>(r.read<uint64_t>("u64"));
+    case GGUFType::kInt64:
+      return r.read<int64_t>("i64");
+    default:
+      r.fail("not an integer type");
   }
 }
 
@@ -79,7 +103,8 @@ double read_float_scalar(Reader& r, GGUFType t) {
 
 GGUFType read_type(Reader& r, const char* what) {
   const auto t = r.read<uint32_t>(what);
-  if (t > static_cast<uint32_t>(GGUFType::kFloat64)) r.fail("unknown value type " + std::to_string(t));
+  if (t > static_cast<uint32_t>(GGUFType::kFloat64))
+    r.fail("unknown value type " + std::to_string(t));
   return static_cast<GGUFType>(t);
 }
 
@@ -115,22 +140,30 @@ GGUFValue read_value(Reader& r, GGUFType type) {
 
 }  // namespace
 
-bool GGUFValue::is_integer() const { return type != GGUFType::kArray && is_int_type(type); }
+bool GGUFValue::is_integer() const {
+  return type != GGUFType::kArray && is_int_type(type);
+}
 
 std::optional<DType> dtype_of_ggml_type(uint32_t t) {
   switch (t) {
-    case 0: return DType::kF32;
-    case 1: return DType::kF16;
-    case 2: return DType::kQ4_0;
-    case 8: return DType::kQ8_0;
-    case 30: return DType::kBF16;
-    default: return std::nullopt;
+    case 0:
+      return DType::kF32;
+    case 1:
+      return DType::kF16;
+    case 2:
+      return DType::kQ4_0;
+    case 8:
+      return DType::kQ8_0;
+    case 30:
+      return DType::kBF16;
+    default:
+      return std::nullopt;
   }
 }
 
 const char* ggml_type_name(uint32_t t) {
-  static const char* names[] = {"F32", "F16", "Q4_0", "Q4_1", "?", "?", "Q5_0", "Q5_1", "Q8_0",
-                                "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K"};
+  static const char* names[] = {"F32",  "F16",  "Q4_0", "Q4_1", "?",    "?",    "Q5_0", "Q5_1",
+                                "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K"};
   if (t < std::size(names)) return names[t];
   if (t == 30) return "BF16";
   return "unknown";
@@ -147,7 +180,8 @@ GGUFFile::GGUFFile(const std::string& path) : file_(std::make_shared<MappedFile>
   const auto magic = r.read<uint32_t>("magic");
   if (std::memcmp(&magic, "GGUF", 4) != 0) r.fail("wrong magic (not a GGUF file)");
   version_ = r.read<uint32_t>("version");
-  if (version_ != 2 && version_ != 3) r.fail("unsupported version " + std::to_string(version_) + " (expected 2 or 3)");
+  if (version_ != 2 && version_ != 3)
+    r.fail("unsupported version " + std::to_string(version_) + " (expected 2 or 3)");
   const auto n_tensors = r.read<uint64_t>("tensor count");
   const auto n_kv = r.read<uint64_t>("metadata count");
   if (n_tensors > (1u << 20) || n_kv > (1u << 20)) r.fail("implausible tensor or metadata count");
@@ -160,10 +194,12 @@ GGUFFile::GGUFFile(const std::string& path) : file_(std::make_shared<MappedFile>
     GGUFTensor t;
     t.name = r.read_string("tensor name");
     const auto n_dims = r.read<uint32_t>("tensor dims");
-    if (n_dims == 0 || n_dims > kMaxDims) r.fail("tensor '" + t.name + "' has " + std::to_string(n_dims) + " dimensions");
+    if (n_dims == 0 || n_dims > kMaxDims)
+      r.fail("tensor '" + t.name + "' has " + std::to_string(n_dims) + " dimensions");
     for (uint32_t d = 0; d < n_dims; ++d) {
       const auto dim = r.read<uint64_t>("tensor dim");
-      if (dim == 0 || dim > (1ULL << 32)) r.fail("tensor '" + t.name + "' has an invalid dimension");
+      if (dim == 0 || dim > (1ULL << 32))
+        r.fail("tensor '" + t.name + "' has an invalid dimension");
       t.dims.push_back(static_cast<int64_t>(dim));
     }
     t.ggml_type = r.read<uint32_t>("tensor type");
@@ -173,7 +209,8 @@ GGUFFile::GGUFFile(const std::string& path) : file_(std::make_shared<MappedFile>
   }
   int64_t alignment = 32;
   if (auto a = find_int("general.alignment")) alignment = *a;
-  if (alignment <= 0 || (alignment & (alignment - 1)) != 0) r.fail("general.alignment must be a power of two");
+  if (alignment <= 0 || (alignment & (alignment - 1)) != 0)
+    r.fail("general.alignment must be a power of two");
   const uint64_t data_start = (r.pos() + alignment - 1) / alignment * alignment;
   for (auto& t : tensors_) {
     const auto dtype = dtype_of_ggml_type(t.ggml_type);
@@ -190,7 +227,8 @@ GGUFFile::GGUFFile(const std::string& path) : file_(std::make_shared<MappedFile>
     }
     if (t.offset > file_->size() || data_start > file_->size() - t.offset ||
         t.size_bytes > file_->size() - data_start - t.offset) {
-      throw ModelLoadError(file_->path() + ": tensor '" + t.name + "' lies outside the file (truncated?)");
+      throw ModelLoadError(file_->path() + ": tensor '" + t.name +
+                           "' lies outside the file (truncated?)");
     }
     t.data = file_->data() + data_start + t.offset;
   }
@@ -209,7 +247,8 @@ const GGUFTensor* GGUFFile::tensor(const std::string& name) const {
 std::optional<int64_t> GGUFFile::find_int(const std::string& key) const {
   const GGUFValue* v = find(key);
   if (!v) return std::nullopt;
-  if (!v->is_integer()) throw ModelLoadError(path() + ": metadata '" + key + "' must be an integer");
+  if (!v->is_integer())
+    throw ModelLoadError(path() + ": metadata '" + key + "' must be an integer");
   return v->i;
 }
 
@@ -236,7 +275,8 @@ double GGUFFile::get_float(const std::string& key) const {
 std::string GGUFFile::get_string(const std::string& key) const {
   const GGUFValue* v = find(key);
   if (!v) throw ModelLoadError(path() + ": missing metadata '" + key + "'");
-  if (v->type != GGUFType::kString) throw ModelLoadError(path() + ": metadata '" + key + "' must be a string");
+  if (v->type != GGUFType::kString)
+    throw ModelLoadError(path() + ": metadata '" + key + "' must be a string");
   return v->s;
 }
 

@@ -15,19 +15,30 @@
 namespace pagedllm {
 
 enum class GGUFType : uint32_t {
-  kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5, kFloat32 = 6,
-  kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11, kFloat64 = 12,
+  kUint8 = 0,
+  kInt8 = 1,
+  kUint16 = 2,
+  kInt16 = 3,
+  kUint32 = 4,
+  kInt32 = 5,
+  kFloat32 = 6,
+  kBool = 7,
+  kString = 8,
+  kArray = 9,
+  kUint64 = 10,
+  kInt64 = 11,
+  kFloat64 = 12,
 };
 
 struct GGUFValue {
   GGUFType type = GGUFType::kUint8;
   GGUFType array_type = GGUFType::kUint8;  // element type when type == kArray
-  int64_t i = 0;      // integer and bool scalars
-  double f = 0.0;     // float scalars
-  std::string s;      // string scalar
-  std::vector<int64_t> ints;        // integer and bool arrays
-  std::vector<double> floats;       // float arrays
-  std::vector<std::string> strings; // string arrays
+  int64_t i = 0;                           // integer and bool scalars
+  double f = 0.0;                          // float scalars
+  std::string s;                           // string scalar
+  std::vector<int64_t> ints;               // integer and bool arrays
+  std::vector<double> floats;              // float arrays
+  std::vector<std::string> strings;        // string arrays
 
   bool is_integer() const;
   bool is_float() const { return type == GGUFType::kFloat32 || type == GGUFType::kFloat64; }

@@ -89,16 +89,21 @@ ModelConfig read_config(const GGUFFile& g, const std::string& arch) {
   c.head_dim = static_cast<int>(
       g.find_int(key("attention.key_length")).value_or(c.n_heads > 0 ? c.dim / c.n_heads : 0));
   c.max_seq_len = static_cast<int>(g.get_int(key("context_length")));
-  c.norm_eps = static_cast<float>(g.find_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5));
+  c.norm_eps =
+      static_cast<float>(g.find_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5));
   c.rope_theta = static_cast<float>(g.find_float(key("rope.freq_base")).value_or(10000.0));
-  if (auto bos = g.find_int("tokenizer.ggml.bos_token_id")) c.bos_token_id = static_cast<int32_t>(*bos);
-  if (auto eos = g.find_int("tokenizer.ggml.eos_token_id")) c.eos_token_id = static_cast<int32_t>(*eos);
+  if (auto bos = g.find_int("tokenizer.ggml.bos_token_id"))
+    c.bos_token_id = static_cast<int32_t>(*bos);
+  if (auto eos = g.find_int("tokenizer.ggml.eos_token_id"))
+    c.eos_token_id = static_cast<int32_t>(*eos);
   return c;
 }
 
 }  // namespace
 
-ModelWeights load_gguf(const std::string& path) { return load_gguf(GGUFFile(path)); }
+ModelWeights load_gguf(const std::string& path) {
+  return load_gguf(GGUFFile(path));
+}
 
 ModelWeights load_gguf(const GGUFFile& g) {
   const std::string arch = g.get_string("general.architecture");

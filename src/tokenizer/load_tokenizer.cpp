@@ -1,0 +1,50 @@
+#include "tokenizer/load_tokenizer.h"
+
+#include "tokenizer/sentencepiece_bpe.h"
+
+namespace pagedllm {
+
+std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GGUFFile& g) {
+  const std::string model = g.get_string("tokenizer.ggml.model");
+  if (model != "llama") {
+    throw ModelLoadError(g.path() + ": tokenizer model '" + model +
+                         "' is not supported yet (supported: llama)");
+  }
+  const GGUFValue* tokens = g.find("tokenizer.ggml.tokens");
+  if (!tokens || tokens->type != GGUFType::kArray || tokens->array_type != GGUFType::kString) {
+    throw ModelLoadError(g.path() + ": tokenizer.ggml.tokens must be an array of strings");
+  }
+  SentencePieceVocab v;
+  v.pieces = tokens->strings;
+  if (const GGUFValue* scores = g.find("tokenizer.ggml.scores")) {
+    for (double s : scores->floats) v.scores.push_back(static_cast<float>(s));
+  }
+  if (const GGUFValue* types = g.find("tokenizer.ggml.token_type")) {
+    // 2 unknown, 3 control: not text.
+    for (int64_t t : types->ints) v.special.push_back(t == 2 || t == 3);
+  }
+  if (auto bos = g.find_int("tokenizer.ggml.bos_token_id")) v.bos = static_cast<int32_t>(*bos);
+  if (auto eos = g.find_int("tokenizer.ggml.eos_token_id")) v.eos = static_cast<int32_t>(*eos);
+  if (auto prefix = g.find_int("tokenizer.ggml.add_space_prefix")) v.add_space_prefix = *prefix != 0;
+  if (auto add_bos = g.find_int("tokenizer.ggml.add_bos_token"); add_bos && *add_bos == 0) {
+    v.bos.reset();
+  }
+  if (v.scores.size() > v.pieces.size() || v.special.size() > v.pieces.size()) {
+    throw ModelLoadError(g.path() + ": tokenizer arrays disagree in length");
+  }
+  return std::make_unique<SentencePieceBpeTokenizer>(std::move(v));
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_path,
+                                          const std::string& tokenizer_path, int vocab_size) {
+  if (!tokenizer_path.empty()) {
+    if (GGUFFile::has_magic(tokenizer_path)) return tokenizer_from_gguf(GGUFFile(tokenizer_path));
+    return std::make_unique<SentencePieceBpeTokenizer>(
+        read_llama2c_tokenizer(tokenizer_path, vocab_size));
+  }
+  if (GGUFFile::has_magic(model_path)) return tokenizer_from_gguf(GGUFFile(model_path));
+  throw ModelLoadError(model_path +
+                       ": has no embedded tokenizer; pass --tokenizer (a llama2.c tokenizer.bin)");
+}
+
+}  // namespace pagedllm

@@ -1,0 +1,48 @@
+// SentencePiece-style BPE over piece scores, as Llama 2 / Mistral vocabularies and llama2.c's
+// tokenizer.bin use it: spaces become a marker ("▁", or " " in llama2.c files), a marker is
+// prepended, text is split into UTF-8 characters (unknown ones fall back to <0xXX> byte
+// tokens), then the adjacent pair whose merge has the best score is merged until none is left.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/tokenizer.h"
+
+namespace pagedllm {
+
+struct SentencePieceVocab {
+  std::vector<std::string> pieces;
+  std::vector<float> scores;
+  std::vector<uint8_t> special;  // control / unknown tokens, skipped when decoding
+  std::string space_marker = "\xE2\x96\x81";  // U+2581
+  bool add_space_prefix = true;
+  std::optional<int32_t> bos, eos;
+};
+
+class SentencePieceBpeTokenizer : public Tokenizer {
+ public:
+  explicit SentencePieceBpeTokenizer(SentencePieceVocab vocab);
+
+  int vocab_size() const override { return static_cast<int>(vocab_.pieces.size()); }
+  std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
+  std::string piece(int32_t id) const override;
+  std::string decode_token(int32_t previous, int32_t id, bool skip_special) const override;
+  bool is_special(int32_t id) const override;
+  std::optional<int32_t> bos_id() const override { return vocab_.bos; }
+  std::optional<int32_t> eos_id() const override { return vocab_.eos; }
+
+ private:
+  int32_t find(const std::string& piece) const;
+
+  SentencePieceVocab vocab_;
+  std::unordered_map<std::string, int32_t> index_;
+  int32_t byte_tokens_[256];
+};
+
+// llama2.c tokenizer.bin: int32 max_token_length, then per token f32 score, int32 length, bytes.
+// Throws ModelLoadError for a malformed file.
+SentencePieceVocab read_llama2c_tokenizer(const std::string& path, int vocab_size);
+
+}  // namespace pagedllm

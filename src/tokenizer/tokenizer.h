@@ -1,0 +1,31 @@
+// The tokenizer interface the engine and CLI use, whatever vocabulary backs it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pagedllm {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual int vocab_size() const = 0;
+  // add_special adds BOS where the vocabulary defines one (add_special_tokens in HF terms).
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
+  // The vocabulary's own string for a token (e.g. "▁the", "<0x0A>").
+  virtual std::string piece(int32_t id) const = 0;
+  // The bytes token `id` stands for when it follows `previous` (-1: start of text). Special
+  // tokens give "" when skip_special.
+  virtual std::string decode_token(int32_t previous, int32_t id, bool skip_special) const = 0;
+  virtual bool is_special(int32_t id) const = 0;
+  virtual std::optional<int32_t> bos_id() const = 0;
+  virtual std::optional<int32_t> eos_id() const = 0;
+
+  std::string decode(const std::vector<int32_t>& ids, bool skip_special = true,
+                     int32_t previous = -1) const;
+};
+
+}  // namespace pagedllm
