@@ -231,7 +231,7 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
       out.scheduled_cached_reqs.push_back({r->id(), std::move(all_blocks), hit.num_tokens, true});
     } else {
       out.scheduled_new_reqs.push_back({r->id(), to_vector(r->prompt_token_ids()), r->params(),
-                                        std::move(all_blocks), hit.num_tokens});
+                                        std::move(all_blocks), hit.num_tokens, r->eos_token_id()});
     }
     out.num_scheduled_tokens.push_back({r->id(), n});
     step_requests_.push_back(r);
@@ -272,7 +272,10 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
     const int32_t token = runner_out.sampled_token_ids[i];
     assert(token != ModelRunnerOutput::kNoToken);
     r->append_output_token(token);
-    EngineCoreOutput o{r->id(), {token}, std::nullopt, std::nullopt};
+    EngineCoreOutput o{r->id(), {token}, std::nullopt, std::nullopt, {}};
+    if (r->params().logprobs && i < runner_out.sampled.size()) {
+      o.logprobs.push_back(runner_out.sampled[i]);
+    }
     if (check_stop(*r)) {
       o.finish_reason = finish_reason_of(r->status);
       o.stop_reason = r->stop_reason;

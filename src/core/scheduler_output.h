@@ -11,6 +11,7 @@
 
 #include "core/request.h"
 #include "core/sampling_params.h"
+#include "sampling/sampler.h"
 
 namespace pagedllm {
 
@@ -20,6 +21,7 @@ struct NewRequestData {
   SamplingParams sampling_params;
   std::vector<int32_t> block_ids;
   int num_computed_tokens = 0;  // prefix-hit tokens, before this step
+  std::optional<int32_t> eos_token_id;
 };
 
 struct CachedRequestData {
@@ -55,6 +57,8 @@ struct ModelRunnerOutput {
   static constexpr int32_t kNoToken = -1;
   std::vector<std::string> req_ids;
   std::vector<int32_t> sampled_token_ids;
+  // Aligned with sampled_token_ids; log-probabilities only where the request asked for them.
+  std::vector<SampledToken> sampled;
 };
 
 struct EngineCoreOutput {
@@ -62,6 +66,8 @@ struct EngineCoreOutput {
   std::vector<int32_t> new_token_ids;
   std::optional<FinishReason> finish_reason;
   std::optional<int32_t> stop_reason;
+  // One entry per new token when the request asked for logprobs.
+  std::vector<SampledToken> logprobs;
 };
 
 }  // namespace pagedllm

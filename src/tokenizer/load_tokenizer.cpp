@@ -25,7 +25,8 @@ std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GGUFFile& g) {
   }
   if (auto bos = g.find_int("tokenizer.ggml.bos_token_id")) v.bos = static_cast<int32_t>(*bos);
   if (auto eos = g.find_int("tokenizer.ggml.eos_token_id")) v.eos = static_cast<int32_t>(*eos);
-  if (auto prefix = g.find_int("tokenizer.ggml.add_space_prefix")) v.add_space_prefix = *prefix != 0;
+  if (auto prefix = g.find_int("tokenizer.ggml.add_space_prefix"))
+    v.add_space_prefix = *prefix != 0;
   if (auto add_bos = g.find_int("tokenizer.ggml.add_bos_token"); add_bos && *add_bos == 0) {
     v.bos.reset();
   }

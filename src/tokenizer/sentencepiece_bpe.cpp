@@ -79,8 +79,8 @@ std::vector<int32_t> SentencePieceBpeTokenizer::encode(std::string_view text,
   std::vector<std::string> symbols;
   std::vector<int32_t> symbol_ids;
   for (size_t i = 0; i < normalized.size();) {
-    const size_t n = std::min(utf8_length(static_cast<unsigned char>(normalized[i])),
-                              normalized.size() - i);
+    const size_t n =
+        std::min(utf8_length(static_cast<unsigned char>(normalized[i])), normalized.size() - i);
     std::string ch = normalized.substr(i, n);
     const int32_t id = find(ch);
     if (id >= 0) {

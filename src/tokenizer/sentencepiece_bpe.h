@@ -15,7 +15,7 @@ namespace pagedllm {
 struct SentencePieceVocab {
   std::vector<std::string> pieces;
   std::vector<float> scores;
-  std::vector<uint8_t> special;  // control / unknown tokens, skipped when decoding
+  std::vector<uint8_t> special;               // control / unknown tokens, skipped when decoding
   std::string space_marker = "\xE2\x96\x81";  // U+2581
   bool add_space_prefix = true;
   std::optional<int32_t> bos, eos;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -24,6 +25,8 @@ struct CachedRequestState {
   SamplingParams sampling_params;
   std::vector<int32_t> block_ids;
   int num_computed_tokens = 0;
+  std::optional<int32_t> eos_token_id;
+  uint64_t seed = 0;  // sampling seed: the request's own, or drawn when it had none
   // Batch row while in the batch, else -1; kept current by InputBatch.
   int row = -1;
   // Position in this step's SchedulerOutput::num_scheduled_tokens; set by the runner.

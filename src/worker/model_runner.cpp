@@ -5,7 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "sampling/greedy.h"
+#include <random>
 
 namespace pagedllm {
 
@@ -57,7 +57,7 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
   row_is_scheduled_.assign(max_reqs, 0);
   scratch_to_add_.reserve(max_reqs);
   scheduled_states_.reserve(max_reqs);
-  sampled_by_row_.assign(max_reqs, 0);
+  sampled_by_row_.resize(max_reqs);
   requests_.reserve(max_reqs * 2);
 }
 
@@ -87,6 +87,8 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
     s.sampling_params = n.sampling_params;
     s.block_ids = n.block_ids;
     s.num_computed_tokens = n.num_computed_tokens;
+    s.eos_token_id = n.eos_token_id;
+    s.seed = n.sampling_params.seed ? *n.sampling_params.seed : std::random_device{}();
     s.scheduled_index = static_cast<int>(advance_to(out, cursor, n.req_id));
     to_add.push_back(&s);
   }
@@ -349,28 +351,36 @@ void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
   update_states(out);
   result.req_ids.clear();
   result.sampled_token_ids.clear();
+  result.sampled.clear();
   if (out.total_num_scheduled_tokens == 0) return;
   const ModelInputs& in = prepare_inputs();
 
   const auto vocab = static_cast<size_t>(model.vocab_size());
   logits_.resize(static_cast<size_t>(in.num_reqs) * vocab);
   model.forward(in, logits_);
-  auto sampled = std::span(sampled_by_row_).first(static_cast<size_t>(in.num_reqs));
-  sample_greedy(logits_, model.vocab_size(), sampled);
 
   for (int row = 0; row < in.num_reqs; ++row) {
-    // A partial prefill's sample is discarded; otherwise the token joins the table.
+    SampledToken& sampled = sampled_by_row_[static_cast<size_t>(row)];
+    // A partial prefill's sample would be discarded: skip it.
     if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) {
-      sampled[static_cast<size_t>(row)] = ModelRunnerOutput::kNoToken;
+      sampled = SampledToken{ModelRunnerOutput::kNoToken, 0.0f, {}};
       continue;
     }
-    const int32_t token = sampled[static_cast<size_t>(row)];
-    batch_.append_token(row, token);
-    batch_.state(row)->token_ids.push_back(token);
+    CachedRequestState& s = *batch_.state(row);
+    const auto tokens = std::span<const int32_t>(s.token_ids);
+    const SamplingContext ctx{
+        &s.sampling_params, tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
+        tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)), s.eos_token_id, s.seed};
+    sampled =
+        sampler_.sample(std::span(logits_).subspan(static_cast<size_t>(row) * vocab, vocab), ctx);
+    batch_.append_token(row, sampled.token_id);
+    s.token_ids.push_back(sampled.token_id);
   }
   for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
+    const SampledToken& sampled = sampled_by_row_[static_cast<size_t>(row_of_scheduled_[k])];
     result.req_ids.push_back(out.num_scheduled_tokens[k].req_id);
-    result.sampled_token_ids.push_back(sampled[static_cast<size_t>(row_of_scheduled_[k])]);
+    result.sampled_token_ids.push_back(sampled.token_id);
+    result.sampled.push_back(sampled);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/scheduler_output.h"
 #include "model/model.h"
+#include "sampling/sampler.h"
 #include "worker/attention_metadata.h"
 #include "worker/input_batch.h"
 
@@ -36,7 +37,7 @@ class ModelRunner {
   void update_states(const SchedulerOutput& out);
   // Computes every input and metadata array. Call only after update_states() for this step.
   const ModelInputs& prepare_inputs();
-  // update_states + prepare_inputs + forward + greedy sampling. result.sampled_token_ids[k]
+  // update_states + prepare_inputs + forward + sampling. result.sampled_token_ids[k]
   // belongs to out.num_scheduled_tokens[k]; kNoToken for partial prefills.
   void execute_model(const SchedulerOutput& out, Model& model, ModelRunnerOutput& result);
 
@@ -77,7 +78,8 @@ class ModelRunner {
   // CachedRequestState of out.num_scheduled_tokens[k] (null for a request new this step).
   std::vector<CachedRequestState*> scheduled_states_;
   std::vector<float> logits_;
-  std::vector<int32_t> sampled_by_row_;
+  std::vector<SampledToken> sampled_by_row_;
+  Sampler sampler_;
 };
 
 }  // namespace pagedllm

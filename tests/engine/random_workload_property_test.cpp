@@ -258,6 +258,7 @@ RunResult run_workload(const Workload& w) {
       SamplingParams p;
       p.max_tokens = r.max_tokens;
       p.ignore_eos = true;
+      p.temperature = 0.0f;
       engine.add_request(std::make_unique<Request>(r.id, r.prompt, p, std::nullopt,
                                                    static_cast<double>(step), r.priority));
     }

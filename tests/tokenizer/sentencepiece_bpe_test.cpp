@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "loader/gguf_file.h"
-#include "tokenizer/load_tokenizer.h"
 #include "test_paths.h"
+#include "tokenizer/load_tokenizer.h"
 
 namespace pagedllm {
 namespace {
@@ -45,7 +45,13 @@ TEST(SentencePieceBpe, DecodesTheReferenceGreedyText) {
 
 TEST(SentencePieceBpe, UnknownCharactersFallBackToByteTokens) {
   SentencePieceVocab v;
-  v.pieces = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "\xE2\x96\x81" "a"};
+  v.pieces = {"<unk>",
+              "<s>",
+              "</s>",
+              "\xE2\x96\x81",
+              "a",
+              "\xE2\x96\x81"
+              "a"};
   for (int b = 0; b < 256; ++b) {
     char buf[8];
     std::snprintf(buf, sizeof buf, "<0x%02X>", b);
@@ -57,9 +63,9 @@ TEST(SentencePieceBpe, UnknownCharactersFallBackToByteTokens) {
   SentencePieceBpeTokenizer tok(v);
   const Ids ids = tok.encode("a\xC3\xA9", false);  // "aé": é is not in the vocabulary
   ASSERT_EQ(ids.size(), 3u);
-  EXPECT_EQ(ids[0], 5);            // "▁a"
-  EXPECT_EQ(ids[1], 6 + 0xC3);     // <0xC3>
-  EXPECT_EQ(ids[2], 6 + 0xA9);     // <0xA9>
+  EXPECT_EQ(ids[0], 5);         // "▁a"
+  EXPECT_EQ(ids[1], 6 + 0xC3);  // <0xC3>
+  EXPECT_EQ(ids[2], 6 + 0xA9);  // <0xA9>
   EXPECT_EQ(tok.decode(ids), "a\xC3\xA9");
   EXPECT_EQ(tok.decode({1, 5, 2}, /*skip_special=*/false), "<s>a</s>");
 }

@@ -46,6 +46,7 @@ class ThreeRequestExample : public ::testing::Test {
       SamplingParams p;
       p.max_tokens = 4;
       p.ignore_eos = true;
+      p.temperature = 0.0f;
       scheduler_->add_request(std::make_unique<Request>(std::to_string(i), prompts_[i], p));
     }
   }
@@ -251,7 +252,7 @@ TEST(PrepareInputs, PaddingBucketsSetPaddingSlotsToMinusOne) {
   options.padding_buckets = {8, 16};
   ModelRunner runner(cfg, options);
   SchedulerOutput out;
-  NewRequestData n{"a", {5, 6, 7}, {}, {3}, 0};
+  NewRequestData n{"a", {5, 6, 7}, {}, {3}, 0, std::nullopt};
   out.scheduled_new_reqs.push_back(n);
   out.num_scheduled_tokens.push_back({"a", 3});
   out.total_num_scheduled_tokens = 3;

@@ -1,0 +1,157 @@
+#include "sampling/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace pagedllm {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ULL;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
+int32_t argmax(std::span<const float> v) {
+  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
+}
+
+void mask_stop_tokens(std::span<float> logits, const SamplingContext& ctx) {
+  const auto& p = *ctx.params;
+  if (static_cast<int>(ctx.output_token_ids.size()) >= p.min_tokens) return;
+  auto mask = [&](int32_t id) {
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] = kNegInf;
+  };
+  if (ctx.eos_token_id && !p.ignore_eos) mask(*ctx.eos_token_id);
+  for (int32_t id : p.stop_token_ids) mask(id);
+}
+
+}  // namespace
+
+double uniform_draw(uint64_t seed, uint64_t counter) {
+  const uint64_t bits = splitmix64(splitmix64(seed) ^ (counter * 0xD1B54A32D192ED03ULL));
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+void log_softmax(std::span<const float> logits, std::span<float> out) {
+  const float max = *std::max_element(logits.begin(), logits.end());
+  double sum = 0.0;
+  for (float l : logits) sum += std::exp(static_cast<double>(l - max));
+  const float log_sum = static_cast<float>(std::log(sum)) + max;
+  for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - log_sum;
+}
+
+SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx) {
+  const SamplingParams& p = *ctx.params;
+  const size_t vocab = logits.size();
+  SampledToken result;
+
+  // Raw log-probabilities, kept for reporting.
+  probs_.resize(vocab);
+  log_softmax(logits, probs_);
+  const std::vector<float>& raw_logprobs = probs_;
+  std::vector<float> reported;
+  if (p.logprobs) reported = raw_logprobs;
+
+  mask_stop_tokens(logits, ctx);
+  // Penalties: repetition over prompt and output (as vLLM), frequency and presence over output.
+  if (p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
+    counts_.assign(vocab, 0);
+    for (int32_t t : ctx.output_token_ids) {
+      if (t >= 0 && static_cast<size_t>(t) < vocab) ++counts_[static_cast<size_t>(t)];
+    }
+    std::vector<uint8_t> seen(vocab, 0);
+    for (int32_t t : ctx.prompt_token_ids) {
+      if (t >= 0 && static_cast<size_t>(t) < vocab) seen[static_cast<size_t>(t)] = 1;
+    }
+    for (size_t i = 0; i < vocab; ++i) {
+      if ((seen[i] || counts_[i] > 0) && p.repetition_penalty != 1.0f) {
+        logits[i] = logits[i] > 0 ? logits[i] / p.repetition_penalty : logits[i] * p.repetition_penalty;
+      }
+      logits[i] -= p.frequency_penalty * static_cast<float>(counts_[i]);
+      if (counts_[i] > 0) logits[i] -= p.presence_penalty;
+    }
+  }
+
+  if (p.temperature <= 1e-5f) {
+    result.token_id = argmax(logits);
+  } else {
+    for (float& l : logits) l /= p.temperature;
+    // Candidates sorted by logit, best first; filters cut the tail of this order.
+    order_.resize(vocab);
+    std::iota(order_.begin(), order_.end(), 0);
+    auto by_logit = [&](int32_t a, int32_t b) {
+      const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
+      return la > lb || (la == lb && a < b);
+    };
+    size_t keep = vocab;
+    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
+      keep = static_cast<size_t>(p.top_k);
+      std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep),
+                        order_.end(), by_logit);
+    } else {
+      std::sort(order_.begin(), order_.end(), by_logit);
+    }
+    std::vector<float> probs(keep);
+    const float max = logits[static_cast<size_t>(order_[0])];
+    double sum = 0.0;
+    for (size_t i = 0; i < keep; ++i) {
+      probs[i] = std::exp(logits[static_cast<size_t>(order_[i])] - max);
+      sum += probs[i];
+    }
+    for (float& x : probs) x = static_cast<float>(x / sum);
+    if (p.top_p < 1.0f) {
+      double cumulative = 0.0;
+      size_t n = 0;
+      while (n < keep) {
+        cumulative += probs[n++];
+        if (cumulative >= p.top_p) break;
+      }
+      keep = std::max<size_t>(n, 1);
+    }
+    if (p.min_p > 0.0f) {
+      const float threshold = p.min_p * probs[0];
+      size_t n = 1;
+      while (n < keep && probs[n] >= threshold) ++n;
+      keep = n;
+    }
+    double total = 0.0;
+    for (size_t i = 0; i < keep; ++i) total += probs[i];
+    const double target =
+        uniform_draw(ctx.seed, ctx.prompt_token_ids.size() + ctx.output_token_ids.size()) * total;
+    double acc = 0.0;
+    result.token_id = order_[keep - 1];
+    for (size_t i = 0; i < keep; ++i) {
+      acc += probs[i];
+      if (target < acc) {
+        result.token_id = order_[i];
+        break;
+      }
+    }
+  }
+
+  if (p.logprobs) {
+    result.logprob = reported[static_cast<size_t>(result.token_id)];
+    const size_t n = std::min(static_cast<size_t>(std::max(0, *p.logprobs)), vocab);
+    std::vector<int32_t> top(vocab);
+    std::iota(top.begin(), top.end(), 0);
+    std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(n), top.end(),
+                      [&](int32_t a, int32_t b) {
+                        const float la = reported[static_cast<size_t>(a)];
+                        const float lb = reported[static_cast<size_t>(b)];
+                        return la > lb || (la == lb && a < b);
+                      });
+    for (size_t i = 0; i < n; ++i) {
+      result.top_logprobs.push_back({top[i], reported[static_cast<size_t>(top[i])]});
+    }
+  }
+  return result;
+}
+
+}  // namespace pagedllm

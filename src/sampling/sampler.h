@@ -1,0 +1,57 @@
+// Token sampling from logits, one row per request, as vLLM's sampler orders it:
+//   logprobs of the raw distribution (what `logprobs` reports)
+//   -> min_tokens (EOS and stop tokens masked until enough tokens exist)
+//   -> repetition, frequency and presence penalties
+//   -> greedy if temperature is 0, else temperature, top-k, top-p, min-p and a draw.
+// Each row's draw depends only on its own seed and how many tokens the request has, so the same
+// seed gives the same tokens whatever the batch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/sampling_params.h"
+
+namespace pagedllm {
+
+struct TokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0.0f;
+};
+
+struct SampledToken {
+  int32_t token_id = 0;
+  float logprob = 0.0f;                  // of token_id, before penalties and temperature
+  std::vector<TokenLogprob> top_logprobs;  // the n best, when logprobs = n was asked for
+};
+
+// What the sampler needs to know about one request.
+struct SamplingContext {
+  const SamplingParams* params = nullptr;
+  std::span<const int32_t> prompt_token_ids;
+  std::span<const int32_t> output_token_ids;
+  std::optional<int32_t> eos_token_id;
+  uint64_t seed = 0;  // the request's seed (or one drawn when it had none)
+};
+
+class Sampler {
+ public:
+  // logits: [vocab_size] of one request; modified in place.
+  SampledToken sample(std::span<float> logits, const SamplingContext& ctx);
+
+ private:
+  std::vector<int32_t> order_;
+  std::vector<float> probs_;
+  std::vector<int32_t> counts_;
+};
+
+// log-softmax of one row, written to out.
+void log_softmax(std::span<const float> logits, std::span<float> out);
+
+// A uniform draw in [0, 1) from (seed, counter): counter-based, so no state travels with a
+// request.
+double uniform_draw(uint64_t seed, uint64_t counter);
+
+}  // namespace pagedllm

@@ -1,0 +1,140 @@
+#include "sampling/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+#include <vector>
+
+namespace pagedllm {
+namespace {
+
+using Ids = std::vector<int32_t>;
+
+struct Fixture {
+  SamplingParams params;
+  Ids prompt = {1, 2, 3};
+  Ids output;
+  std::optional<int32_t> eos;
+
+  SampledToken draw(std::vector<float> logits, uint64_t seed) {
+    Sampler sampler;
+    return sampler.sample(logits, SamplingContext{&params, prompt, output, eos, seed});
+  }
+};
+
+const std::vector<float> kLogits = {2.0f, 1.0f, 0.5f, 0.0f, -0.5f, -1.0f, 1.5f, 0.25f};
+
+std::vector<double> softmax(const std::vector<float>& logits, float temperature) {
+  std::vector<double> p(logits.size());
+  double sum = 0;
+  for (size_t i = 0; i < logits.size(); ++i) sum += p[i] = std::exp(logits[i] / temperature);
+  for (double& x : p) x /= sum;
+  return p;
+}
+
+TEST(Sampler, GreedyTakesTheArgMax) {
+  Fixture f;
+  f.params.temperature = 0.0f;
+  EXPECT_EQ(f.draw(kLogits, 1).token_id, 0);
+  EXPECT_EQ(f.draw(kLogits, 999).token_id, 0);
+}
+
+TEST(Sampler, SameSeedSameTokenDifferentSeedsSpread) {
+  Fixture f;
+  f.params.temperature = 1.0f;
+  std::set<int32_t> seen;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    const int32_t a = f.draw(kLogits, seed).token_id;
+    EXPECT_EQ(a, f.draw(kLogits, seed).token_id);
+    seen.insert(a);
+  }
+  EXPECT_GE(seen.size(), 6u);
+}
+
+// Pearson's chi-square of 40000 draws against softmax(logits / T), 7 degrees of freedom; the
+// 0.1 % critical value is 24.32.
+TEST(Sampler, TemperatureSamplingMatchesSoftmaxByChiSquare) {
+  for (float temperature : {0.7f, 1.0f, 1.6f}) {
+    Fixture f;
+    f.params.temperature = temperature;
+    const int n = 40000;
+    std::vector<int> counts(kLogits.size(), 0);
+    for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(f.draw(kLogits, static_cast<uint64_t>(i)).token_id)];
+    const auto p = softmax(kLogits, temperature);
+    double chi2 = 0;
+    for (size_t i = 0; i < p.size(); ++i) {
+      const double expected = n * p[i];
+      chi2 += (counts[i] - expected) * (counts[i] - expected) / expected;
+    }
+    EXPECT_LT(chi2, 24.32) << "temperature " << temperature;
+  }
+}
+
+TEST(Sampler, TopKAndTopPNeverProduceExcludedTokens) {
+  Fixture k;
+  k.params.top_k = 3;  // tokens 0 (2.0), 6 (1.5), 1 (1.0)
+  Fixture p;
+  p.params.top_p = 0.5f;  // softmax: 0 -> 0.33, 6 -> 0.20: together past 0.5
+  Fixture m;
+  m.params.min_p = 0.5f;  // keep tokens with prob >= half of token 0's: 0 and 6
+  std::set<int32_t> from_k, from_p, from_m;
+  for (uint64_t seed = 0; seed < 3000; ++seed) {
+    from_k.insert(k.draw(kLogits, seed).token_id);
+    from_p.insert(p.draw(kLogits, seed).token_id);
+    from_m.insert(m.draw(kLogits, seed).token_id);
+  }
+  EXPECT_EQ(from_k, (std::set<int32_t>{0, 1, 6}));
+  EXPECT_EQ(from_p, (std::set<int32_t>{0, 6}));
+  EXPECT_EQ(from_m, (std::set<int32_t>{0, 6}));
+}
+
+TEST(Sampler, PenaltiesSteerAwayFromRepeatedTokens) {
+  Fixture f;
+  f.params.temperature = 0.0f;
+  f.output = {0, 0};
+  f.params.frequency_penalty = 0.3f;  // 2.0 - 0.6 = 1.4 < 1.5
+  EXPECT_EQ(f.draw(kLogits, 0).token_id, 6);
+  Fixture presence;
+  presence.params.temperature = 0.0f;
+  presence.output = {0};
+  presence.params.presence_penalty = 0.6f;
+  EXPECT_EQ(presence.draw(kLogits, 0).token_id, 6);
+  Fixture repetition;
+  repetition.params.temperature = 0.0f;
+  repetition.prompt = {0};
+  repetition.params.repetition_penalty = 2.0f;  // 2.0 / 2 = 1.0 < 1.5
+  EXPECT_EQ(repetition.draw(kLogits, 0).token_id, 6);
+}
+
+TEST(Sampler, MinTokensMasksEosAndStopTokens) {
+  Fixture f;
+  f.params.temperature = 0.0f;
+  f.params.min_tokens = 2;
+  f.params.stop_token_ids = {6};
+  f.eos = 0;
+  f.output = {5};
+  EXPECT_EQ(f.draw(kLogits, 0).token_id, 1);  // 0 (EOS) and 6 (stop) are masked
+  f.output = {5, 5};
+  EXPECT_EQ(f.draw(kLogits, 0).token_id, 0);
+}
+
+TEST(Sampler, LogprobsComeFromTheRawDistribution) {
+  Fixture f;
+  f.params.temperature = 0.0f;
+  f.params.repetition_penalty = 5.0f;
+  f.prompt = {0};
+  f.params.logprobs = 3;
+  const SampledToken s = f.draw(kLogits, 0);
+  const auto p = softmax(kLogits, 1.0f);
+  EXPECT_EQ(s.token_id, 6);
+  EXPECT_NEAR(s.logprob, std::log(p[6]), 1e-5);
+  ASSERT_EQ(s.top_logprobs.size(), 3u);
+  EXPECT_EQ(s.top_logprobs[0].token_id, 0);
+  EXPECT_EQ(s.top_logprobs[1].token_id, 6);
+  EXPECT_EQ(s.top_logprobs[2].token_id, 1);
+  EXPECT_NEAR(s.top_logprobs[0].logprob, std::log(p[0]), 1e-5);
+}
+
+}  // namespace
+}  // namespace pagedllm
