@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/generate_command.h"
 #include "cli/trace_command.h"
 
 #ifndef PAGEDLLM_VERSION
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", PAGEDLLM_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
+  pagedllm::cli::add_generate_command(app, exit_code);
   pagedllm::cli::add_trace_command(app, exit_code);
   try {
     app.parse(argc, argv);

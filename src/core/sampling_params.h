@@ -1,29 +1,4 @@
-// Per-request generation settings, with vLLM's names and defaults.
+// SamplingParams is part of the public API (include/pagedllm/sampling.h).
 #pragma once
 
-#include <cstdint>
-#include <optional>
-#include <vector>
-
-namespace pagedllm {
-
-struct SamplingParams {
-  int max_tokens = 16;
-  int min_tokens = 0;
-  std::vector<int32_t> stop_token_ids;
-  bool ignore_eos = false;
-
-  // Sampler fields; 0 temperature is greedy, top_k 0 (or -1) and top_p 1 disable those filters.
-  float temperature = 1.0f;
-  float top_p = 1.0f;
-  int top_k = 0;
-  float min_p = 0.0f;
-  std::optional<uint64_t> seed;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  float repetition_penalty = 1.0f;
-  // Number of top log-probabilities to return per token; nullopt returns none.
-  std::optional<int> logprobs;
-};
-
-}  // namespace pagedllm
+#include "pagedllm/sampling.h"

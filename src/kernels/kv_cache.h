@@ -7,7 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 namespace pagedllm {
 
@@ -56,7 +56,8 @@ class PagedKVCache {
 
  private:
   KVCacheSpec spec_;
-  std::vector<float> storage_;
+  // Left uninitialized: untouched pages cost no memory, and attention only reads written slots.
+  std::unique_ptr<float[]> storage_;
 };
 
 }  // namespace pagedllm

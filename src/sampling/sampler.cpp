@@ -26,7 +26,8 @@ void mask_stop_tokens(std::span<float> logits, const SamplingContext& ctx) {
   const auto& p = *ctx.params;
   if (static_cast<int>(ctx.output_token_ids.size()) >= p.min_tokens) return;
   auto mask = [&](int32_t id) {
-    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[static_cast<size_t>(id)] = kNegInf;
+    if (id >= 0 && static_cast<size_t>(id) < logits.size())
+      logits[static_cast<size_t>(id)] = kNegInf;
   };
   if (ctx.eos_token_id && !p.ignore_eos) mask(*ctx.eos_token_id);
   for (int32_t id : p.stop_token_ids) mask(id);
@@ -72,7 +73,8 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
     }
     for (size_t i = 0; i < vocab; ++i) {
       if ((seen[i] || counts_[i] > 0) && p.repetition_penalty != 1.0f) {
-        logits[i] = logits[i] > 0 ? logits[i] / p.repetition_penalty : logits[i] * p.repetition_penalty;
+        logits[i] =
+            logits[i] > 0 ? logits[i] / p.repetition_penalty : logits[i] * p.repetition_penalty;
       }
       logits[i] -= p.frequency_penalty * static_cast<float>(counts_[i]);
       if (counts_[i] > 0) logits[i] -= p.presence_penalty;

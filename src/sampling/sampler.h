@@ -12,20 +12,9 @@
 #include <span>
 #include <vector>
 
-#include "core/sampling_params.h"
+#include "pagedllm/sampling.h"
 
 namespace pagedllm {
-
-struct TokenLogprob {
-  int32_t token_id = 0;
-  float logprob = 0.0f;
-};
-
-struct SampledToken {
-  int32_t token_id = 0;
-  float logprob = 0.0f;                  // of token_id, before penalties and temperature
-  std::vector<TokenLogprob> top_logprobs;  // the n best, when logprobs = n was asked for
-};
 
 // What the sampler needs to know about one request.
 struct SamplingContext {

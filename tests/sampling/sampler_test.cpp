@@ -60,7 +60,8 @@ TEST(Sampler, TemperatureSamplingMatchesSoftmaxByChiSquare) {
     f.params.temperature = temperature;
     const int n = 40000;
     std::vector<int> counts(kLogits.size(), 0);
-    for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(f.draw(kLogits, static_cast<uint64_t>(i)).token_id)];
+    for (int i = 0; i < n; ++i)
+      ++counts[static_cast<size_t>(f.draw(kLogits, static_cast<uint64_t>(i)).token_id)];
     const auto p = softmax(kLogits, temperature);
     double chi2 = 0;
     for (size_t i = 0; i < p.size(); ++i) {

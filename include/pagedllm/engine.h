@@ -1,0 +1,85 @@
+// pagedllm's public C++ API: the counterpart of vLLM's LLMEngine (add_request / step / abort)
+// and LLM.generate. One header, one library (libpagedllm).
+//
+//   pagedllm::Engine engine({.model = "stories260K.gguf"});
+//   pagedllm::SamplingParams p;
+//   p.temperature = 0;
+//   for (const auto& out : engine.generate({"Once upon a time"}, p)) std::cout << out.text;
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pagedllm/sampling.h"
+
+namespace pagedllm {
+
+struct EngineOptions {
+  std::string model;      // GGUF file, llama2.c checkpoint (or HF directory where supported)
+  std::string tokenizer;  // separate tokenizer file (llama2.c tokenizer.bin); empty: the model's
+  int max_model_len = 0;  // 0: the model's context length
+  int block_size = 16;
+  int max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  int num_blocks = 0;                // 0: from kv_cache_memory_gib
+  double kv_cache_memory_gib = 4.0;  // the counterpart of VLLM_CPU_KVCACHE_SPACE
+  bool enable_prefix_caching = true;
+  bool enable_chunked_prefill = true;
+  int threads = 0;  // 0: the physical cores
+};
+
+struct RequestOutput {
+  std::string request_id;
+  std::vector<int32_t> prompt_token_ids;
+  std::vector<int32_t> token_ids;  // all generated so far, EOS included when it ended the request
+  std::string text;                // all generated text so far, special tokens skipped
+  std::vector<int32_t> new_token_ids;  // generated in this step
+  std::string new_text;                // completed in this step (whole UTF-8 characters)
+  std::vector<SampledToken> logprobs;  // per generated token, when asked for
+  bool finished = false;
+  std::string finish_reason;  // "stop", "length" or "abort" once finished
+};
+
+class Engine {
+ public:
+  // Throws std::runtime_error (one line naming the cause) for a model or setting that fails.
+  explicit Engine(const EngineOptions& options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Both return the request id (generated when empty). Throws std::invalid_argument for a
+  // request that could never complete (e.g. prompt + max_tokens > max_model_len).
+  std::string add_request(std::vector<int32_t> prompt_token_ids, const SamplingParams& params,
+                          std::string request_id = {});
+  std::string add_request(const std::string& prompt, const SamplingParams& params,
+                          std::string request_id = {});
+  void abort_request(const std::string& request_id);
+  // Runs one engine step; returns an output for every request that progressed or finished.
+  std::vector<RequestOutput> step();
+  bool has_unfinished_requests() const;
+
+  // Runs prompts to completion through continuous batching; outputs in the prompts' order.
+  std::vector<RequestOutput> generate(const std::vector<std::string>& prompts,
+                                      const SamplingParams& params);
+  std::vector<RequestOutput> generate(const std::vector<std::vector<int32_t>>& prompts,
+                                      const SamplingParams& params);
+
+  std::vector<int32_t> encode(const std::string& text, bool add_special = true) const;
+  std::string decode(std::span<const int32_t> ids, bool skip_special = true) const;
+  int vocab_size() const;
+  int max_model_len() const;
+  std::optional<int32_t> eos_token_id() const;
+  // A one-line summary of what the engine chose (threads, blocks, dtype...), for logs.
+  std::string describe() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pagedllm

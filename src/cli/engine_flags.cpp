@@ -1,0 +1,38 @@
+#include "cli/engine_flags.h"
+
+namespace pagedllm::cli {
+
+void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
+  cmd->add_option("--model", o.model, "Model file: GGUF, or a llama2.c checkpoint (.bin)")
+      ->required();
+  cmd->add_option("--tokenizer", o.tokenizer,
+                  "Tokenizer file for models without one (llama2.c tokenizer.bin)");
+  cmd->add_option("--max-model-len", o.max_model_len,
+                  "Longest sequence (prompt + output) in tokens; default: the model's context");
+  cmd->add_option("--block-size", o.block_size, "Tokens per KV-cache block")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--max-num-batched-tokens", o.max_num_batched_tokens,
+                  "Token budget of one engine step (chunked prefill splits longer prompts)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-num-seqs", o.max_num_seqs, "Most sequences running at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--num-blocks", o.num_blocks,
+                  "KV-cache blocks in the pool (null block included); overrides --kv-cache-memory")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--kv-cache-memory", o.kv_cache_memory_gib,
+                  "KV-cache budget in GiB (like VLLM_CPU_KVCACHE_SPACE); capped at what "
+                  "max-num-seqs full-length sequences need")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("!--no-prefix-caching", o.enable_prefix_caching,
+                "Disable prefix caching (reuse of KV blocks across shared prompt prefixes)");
+  cmd->add_flag("!--no-chunked-prefill", o.enable_chunked_prefill,
+                "Disable chunked prefill: a prompt is scheduled whole or waits");
+  cmd->add_option("--threads", o.threads, "Compute threads; default: the physical cores")
+      ->check(CLI::NonNegativeNumber);
+}
+
+}  // namespace pagedllm::cli

@@ -1,0 +1,159 @@
+#include "cli/generate_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/engine_flags.h"
+
+namespace pagedllm::cli {
+
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+struct GenerateOptions {
+  EngineOptions engine;
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  std::string prompts_file;
+  SamplingParams params;
+  std::optional<uint64_t> seed;
+  std::optional<int> logprobs;
+  bool json = false;
+};
+
+// A prompt from the JSONL file: {"prompt": "..."} or {"prompt_token_ids": [...]}.
+std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, const Engine& engine) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open prompts file '" + path + "'");
+  std::vector<std::vector<int32_t>> prompts;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const auto doc = nlohmann::json::parse(line, nullptr, false);
+    const std::string where = path + ":" + std::to_string(n) + ": ";
+    if (doc.is_discarded() || !doc.is_object()) throw std::runtime_error(where + "not a JSON object");
+    if (doc.contains("prompt_token_ids") && doc["prompt_token_ids"].is_array()) {
+      std::vector<int32_t> ids;
+      for (const auto& t : doc["prompt_token_ids"]) {
+        if (!t.is_number_integer()) throw std::runtime_error(where + "prompt_token_ids must be integers");
+        ids.push_back(t.get<int32_t>());
+      }
+      prompts.push_back(std::move(ids));
+    } else if (doc.contains("prompt") && doc["prompt"].is_string()) {
+      prompts.push_back(engine.encode(doc["prompt"].get<std::string>()));
+    } else {
+      throw std::runtime_error(where + "needs \"prompt\" (string) or \"prompt_token_ids\" (array)");
+    }
+  }
+  return prompts;
+}
+
+ordered_json to_json(const RequestOutput& out, bool with_logprobs) {
+  ordered_json j;
+  j["prompt_token_ids"] = out.prompt_token_ids;
+  j["token_ids"] = out.token_ids;
+  j["text"] = out.text;
+  j["finish_reason"] = out.finish_reason;
+  if (with_logprobs) {
+    ordered_json lps = ordered_json::array();
+    for (const auto& s : out.logprobs) {
+      ordered_json top = ordered_json::array();
+      for (const auto& t : s.top_logprobs) top.push_back({{"token_id", t.token_id}, {"logprob", t.logprob}});
+      lps.push_back({{"token_id", s.token_id}, {"logprob", s.logprob}, {"top_logprobs", top}});
+    }
+    j["logprobs"] = lps;
+  }
+  return j;
+}
+
+int run_generate(GenerateOptions& o) {
+  const int sources = !o.prompt.empty() + !o.prompt_ids.empty() + !o.prompts_file.empty();
+  if (sources > 1) throw std::runtime_error("give only one of --prompt, --prompt-ids, --prompts-file");
+  Engine engine(o.engine);
+  std::cerr << "pagedllm: " << engine.describe() << "\n";
+  o.params.seed = o.seed;
+  o.params.logprobs = o.logprobs;
+
+  std::vector<std::vector<int32_t>> prompts;
+  if (!o.prompts_file.empty()) {
+    prompts = read_prompts_file(o.prompts_file, engine);
+  } else if (!o.prompt_ids.empty()) {
+    prompts.push_back(o.prompt_ids);
+  } else {
+    prompts.push_back(engine.encode(o.prompt));  // an empty prompt is BOS alone
+  }
+  if (prompts.size() == 1 && !o.json) {
+    // Stream one prompt's text as it is decoded.
+    engine.add_request(prompts[0], o.params);
+    while (engine.has_unfinished_requests()) {
+      for (const auto& out : engine.step()) std::cout << out.new_text << std::flush;
+    }
+    std::cout << "\n";
+    return 0;
+  }
+  const auto outputs = engine.generate(prompts, o.params);
+  for (const auto& out : outputs) {
+    if (o.json) {
+      std::cout << to_json(out, o.logprobs.has_value()).dump() << "\n";
+    } else {
+      std::cout << out.text << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<GenerateOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "generate", "Generate text offline: one prompt streamed to stdout, or a file of prompts run "
+                  "together through continuous batching (logs go to stderr)");
+  add_engine_flags(cmd, o->engine);
+  cmd->add_option("--prompt", o->prompt, "Prompt text (BOS is added); default: BOS alone");
+  cmd->add_option("--prompt-ids", o->prompt_ids, "Prompt as token ids, e.g. 1,403,407")
+      ->delimiter(',');
+  cmd->add_option("--prompts-file", o->prompts_file,
+                  "JSONL file of {\"prompt\": ...} or {\"prompt_token_ids\": [...]} lines")
+      ->check(CLI::ExistingFile);
+  auto& p = o->params;
+  cmd->add_option("--max-tokens", p.max_tokens, "Most tokens to generate per prompt")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--min-tokens", p.min_tokens, "Tokens to generate before EOS may stop")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", p.temperature, "Sampling temperature; 0 is greedy")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
+  cmd->add_option("--top-p", p.top_p, "Nucleus sampling: keep the smallest set of this mass")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--top-k", p.top_k, "Keep the k most likely tokens; 0 keeps all")
+      ->capture_default_str();
+  cmd->add_option("--min-p", p.min_p, "Drop tokens below this fraction of the best's probability")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--seed", o->seed, "Sampling seed: the same seed gives the same tokens");
+  cmd->add_option("--presence-penalty", p.presence_penalty, "Penalty for tokens already generated");
+  cmd->add_option("--frequency-penalty", p.frequency_penalty,
+                  "Penalty per occurrence of a generated token");
+  cmd->add_option("--repetition-penalty", p.repetition_penalty,
+                  "Divides (or multiplies) logits of tokens seen in prompt or output")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--stop-token-ids", p.stop_token_ids, "Token ids that end generation")
+      ->delimiter(',');
+  cmd->add_flag("--ignore-eos", p.ignore_eos, "Keep generating past EOS");
+  cmd->add_option("--logprobs", o->logprobs,
+                  "Return the sampled token's log-probability and the top N (with --json)")
+      ->check(CLI::Range(0, 20));
+  cmd->add_flag("--json", o->json,
+                "Print one JSON object per prompt, in input order: prompt_token_ids, token_ids, "
+                "text, finish_reason[, logprobs]");
+  cmd->callback([o, &exit_code] { exit_code = run_generate(*o); });
+}
+
+}  // namespace pagedllm::cli

@@ -1,0 +1,233 @@
+#include "pagedllm/engine.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+
+#include "engine/engine_core.h"
+#include "kernels/kv_cache.h"
+#include "loader/load_model.h"
+#include "model/llama_model.h"
+#include "tokenizer/incremental_detokenizer.h"
+#include "tokenizer/load_tokenizer.h"
+
+namespace pagedllm {
+
+namespace {
+
+// Physical cores: distinct (package, core) pairs, falling back to the logical count.
+int physical_cores() {
+  std::set<std::pair<std::string, std::string>> cores;
+  for (unsigned cpu = 0; cpu < 4096; ++cpu) {
+    const std::string base = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    std::ifstream core(base + "core_id"), package(base + "physical_package_id");
+    if (!core || !package) break;
+    std::string c, p;
+    core >> c;
+    package >> p;
+    cores.emplace(p, c);
+  }
+  if (!cores.empty()) return static_cast<int>(cores.size());
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  struct Tracked {
+    RequestOutput out;
+    std::unique_ptr<IncrementalDetokenizer> detokenizer;
+  };
+
+  EngineOptions options;
+  std::shared_ptr<const ModelWeights> weights;
+  std::unique_ptr<Tokenizer> tokenizer;
+  EngineConfig config;
+  std::unique_ptr<PagedKVCache> kv_cache;
+  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<EngineCore> core;
+  std::unordered_map<std::string, Tracked> tracked;
+  std::vector<RequestOutput> aborted;
+  int64_t next_id = 0;
+  int threads = 1;
+
+  explicit Impl(const EngineOptions& o) : options(o) {
+    weights = std::make_shared<const ModelWeights>(load_model(o.model));
+    const ModelConfig& mc = weights->config;
+    threads = o.threads > 0 ? o.threads : physical_cores();
+    omp_set_num_threads(threads);
+
+    auto& s = config.scheduler;
+    s.max_model_len = o.max_model_len > 0 ? o.max_model_len : mc.max_seq_len;
+    if (s.max_model_len > mc.max_seq_len) {
+      throw ConfigError("max_model_len " + std::to_string(s.max_model_len) +
+                        " exceeds the model's context length " + std::to_string(mc.max_seq_len));
+    }
+    s.max_num_seqs = o.max_num_seqs;
+    s.max_num_batched_tokens = o.max_num_batched_tokens;
+    s.enable_chunked_prefill = o.enable_chunked_prefill;
+    if (!s.enable_chunked_prefill) s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_model_len);
+    auto& c = config.cache;
+    c.block_size = o.block_size;
+    c.enable_prefix_caching = o.enable_prefix_caching;
+    c.num_blocks = o.num_blocks;
+    if (c.num_blocks <= 0) {
+      c.kv_cache_memory_bytes = static_cast<int64_t>(o.kv_cache_memory_gib * (1LL << 30));
+      c.resolve_num_blocks(LlamaModel::kv_cache_spec(mc, 1, c.block_size).bytes_per_block());
+      // No point holding more than every sequence at full length, plus the null block.
+      c.num_blocks = std::min(c.num_blocks, s.max_num_seqs * config.max_num_blocks_per_req() + 1);
+    }
+    config.validate();
+    tokenizer = load_tokenizer(o.model, o.tokenizer, mc.vocab_size);
+    kv_cache = std::make_unique<PagedKVCache>(
+        LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size));
+    model = std::make_unique<LlamaModel>(weights, *kv_cache, s.max_num_batched_tokens);
+    core = std::make_unique<EngineCore>(config, *model);
+  }
+
+  std::string add(std::vector<int32_t> ids, const SamplingParams& params, std::string id) {
+    if (id.empty()) id = std::to_string(next_id++);
+    for (int32_t t : ids) {
+      if (t < 0 || t >= weights->config.vocab_size) {
+        throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                    std::to_string(weights->config.vocab_size) + ")");
+      }
+    }
+    if (tracked.count(id)) throw std::invalid_argument("request id '" + id + "' is already in use");
+    Tracked t;
+    t.out.request_id = id;
+    t.out.prompt_token_ids = ids;
+    const int32_t previous = ids.empty() ? -1 : ids.back();
+    t.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer, previous);
+    core->add_request(std::make_unique<Request>(id, std::move(ids), params, tokenizer->eos_id()));
+    tracked.emplace(id, std::move(t));
+    return id;
+  }
+
+  std::vector<RequestOutput> step() {
+    std::vector<RequestOutput> results;
+    results.swap(aborted);
+    for (const EngineCoreOutput& o : core->step()) {
+      auto it = tracked.find(o.req_id);
+      if (it == tracked.end()) continue;
+      RequestOutput& out = it->second.out;
+      out.new_token_ids = o.new_token_ids;
+      out.new_text.clear();
+      for (int32_t token : o.new_token_ids) {
+        out.token_ids.push_back(token);
+        out.new_text += it->second.detokenizer->push(token);
+      }
+      out.logprobs.insert(out.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
+      if (o.finish_reason) {
+        out.new_text += it->second.detokenizer->flush();
+        out.finished = true;
+        out.finish_reason = to_string(*o.finish_reason);
+      }
+      out.text += out.new_text;
+      results.push_back(out);
+      if (out.finished) tracked.erase(it);
+    }
+    return results;
+  }
+};
+
+Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+Engine::~Engine() = default;
+
+std::string Engine::add_request(std::vector<int32_t> ids, const SamplingParams& params,
+                                std::string request_id) {
+  return impl_->add(std::move(ids), params, std::move(request_id));
+}
+
+std::string Engine::add_request(const std::string& prompt, const SamplingParams& params,
+                                std::string request_id) {
+  return impl_->add(impl_->tokenizer->encode(prompt, true), params, std::move(request_id));
+}
+
+void Engine::abort_request(const std::string& request_id) {
+  auto it = impl_->tracked.find(request_id);
+  if (it == impl_->tracked.end()) return;
+  const std::string id = request_id;
+  impl_->core->abort_requests(std::span(&id, 1));
+  RequestOutput out = std::move(it->second.out);
+  out.new_token_ids.clear();
+  out.new_text = it->second.detokenizer->flush();
+  out.text += out.new_text;
+  out.finished = true;
+  out.finish_reason = "abort";
+  impl_->aborted.push_back(std::move(out));
+  impl_->tracked.erase(it);
+}
+
+std::vector<RequestOutput> Engine::step() { return impl_->step(); }
+
+bool Engine::has_unfinished_requests() const {
+  return impl_->core->has_unfinished_requests() || !impl_->aborted.empty();
+}
+
+std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                            const SamplingParams& params) {
+  std::vector<std::string> ids;
+  for (const auto& p : prompts) ids.push_back(add_request(p, params));
+  std::map<std::string, RequestOutput> done;
+  while (done.size() < ids.size()) {
+    for (auto& out : step()) {
+      if (out.finished) done[out.request_id] = std::move(out);
+    }
+  }
+  std::vector<RequestOutput> ordered;
+  for (const auto& id : ids) ordered.push_back(std::move(done.at(id)));
+  return ordered;
+}
+
+std::vector<RequestOutput> Engine::generate(const std::vector<std::string>& prompts,
+                                            const SamplingParams& params) {
+  std::vector<std::vector<int32_t>> ids;
+  for (const auto& p : prompts) ids.push_back(encode(p, true));
+  return generate(ids, params);
+}
+
+std::vector<int32_t> Engine::encode(const std::string& text, bool add_special) const {
+  return impl_->tokenizer->encode(text, add_special);
+}
+
+std::string Engine::decode(std::span<const int32_t> ids, bool skip_special) const {
+  return impl_->tokenizer->decode(std::vector<int32_t>(ids.begin(), ids.end()), skip_special);
+}
+
+int Engine::vocab_size() const { return impl_->weights->config.vocab_size; }
+int Engine::max_model_len() const { return impl_->config.scheduler.max_model_len; }
+std::optional<int32_t> Engine::eos_token_id() const { return impl_->tokenizer->eos_id(); }
+
+std::string Engine::describe() const {
+  const auto& mc = impl_->weights->config;
+  const auto& c = impl_->config;
+  const auto& w = *impl_->weights;
+  std::ostringstream os;
+  os << "model=" << w.source << " arch=" << mc.architecture << " dim=" << mc.dim
+     << " layers=" << mc.n_layers << " heads=" << mc.n_heads << "/" << mc.n_kv_heads
+     << " vocab=" << mc.vocab_size << " weights=" << to_string(w.token_embedding.dtype)
+     << " threads=" << impl_->threads << " kv_blocks=" << c.cache.num_blocks - 1 << "x"
+     << c.cache.block_size << " tokens (" << std::fixed;
+  os.precision(1);
+  os << static_cast<double>(LlamaModel::kv_cache_spec(mc, c.cache.num_blocks, c.cache.block_size)
+                                .bytes_per_block() *
+                            c.cache.num_blocks) /
+            (1 << 20)
+     << " MiB f32) max_model_len=" << c.scheduler.max_model_len
+     << " max_num_batched_tokens=" << c.scheduler.max_num_batched_tokens
+     << " max_num_seqs=" << c.scheduler.max_num_seqs
+     << " prefix_caching=" << (c.cache.enable_prefix_caching ? "on" : "off")
+     << " chunked_prefill=" << (c.scheduler.enable_chunked_prefill ? "on" : "off");
+  return os.str();
+}
+
+}  // namespace pagedllm
