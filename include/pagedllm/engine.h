@@ -44,6 +44,15 @@ struct RequestOutput {
   std::string finish_reason;  // "stop", "length" or "abort" once finished
 };
 
+struct EngineStats {
+  int num_running = 0;
+  int num_waiting = 0;
+  double kv_cache_usage = 0.0;  // fraction of usable KV blocks in use
+  int64_t num_preemptions = 0;
+  int64_t prefix_cache_queries = 0;  // tokens looked up
+  int64_t prefix_cache_hits = 0;     // tokens found
+};
+
 class Engine {
  public:
   // Throws std::runtime_error (one line naming the cause) for a model or setting that fails.
@@ -74,6 +83,7 @@ class Engine {
   int vocab_size() const;
   int max_model_len() const;
   std::optional<int32_t> eos_token_id() const;
+  EngineStats stats() const;
   // A one-line summary of what the engine chose (threads, blocks, dtype...), for logs.
   std::string describe() const;
 

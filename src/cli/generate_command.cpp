@@ -36,11 +36,13 @@ std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, con
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     const auto doc = nlohmann::json::parse(line, nullptr, false);
     const std::string where = path + ":" + std::to_string(n) + ": ";
-    if (doc.is_discarded() || !doc.is_object()) throw std::runtime_error(where + "not a JSON object");
+    if (doc.is_discarded() || !doc.is_object())
+      throw std::runtime_error(where + "not a JSON object");
     if (doc.contains("prompt_token_ids") && doc["prompt_token_ids"].is_array()) {
       std::vector<int32_t> ids;
       for (const auto& t : doc["prompt_token_ids"]) {
-        if (!t.is_number_integer()) throw std::runtime_error(where + "prompt_token_ids must be integers");
+        if (!t.is_number_integer())
+          throw std::runtime_error(where + "prompt_token_ids must be integers");
         ids.push_back(t.get<int32_t>());
       }
       prompts.push_back(std::move(ids));
@@ -63,7 +65,8 @@ ordered_json to_json(const RequestOutput& out, bool with_logprobs) {
     ordered_json lps = ordered_json::array();
     for (const auto& s : out.logprobs) {
       ordered_json top = ordered_json::array();
-      for (const auto& t : s.top_logprobs) top.push_back({{"token_id", t.token_id}, {"logprob", t.logprob}});
+      for (const auto& t : s.top_logprobs)
+        top.push_back({{"token_id", t.token_id}, {"logprob", t.logprob}});
       lps.push_back({{"token_id", s.token_id}, {"logprob", s.logprob}, {"top_logprobs", top}});
     }
     j["logprobs"] = lps;
@@ -73,7 +76,8 @@ ordered_json to_json(const RequestOutput& out, bool with_logprobs) {
 
 int run_generate(GenerateOptions& o) {
   const int sources = !o.prompt.empty() + !o.prompt_ids.empty() + !o.prompts_file.empty();
-  if (sources > 1) throw std::runtime_error("give only one of --prompt, --prompt-ids, --prompts-file");
+  if (sources > 1)
+    throw std::runtime_error("give only one of --prompt, --prompt-ids, --prompts-file");
   Engine engine(o.engine);
   std::cerr << "pagedllm: " << engine.describe() << "\n";
   o.params.seed = o.seed;
@@ -112,8 +116,9 @@ int run_generate(GenerateOptions& o) {
 void add_generate_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "generate", "Generate text offline: one prompt streamed to stdout, or a file of prompts run "
-                  "together through continuous batching (logs go to stderr)");
+      "generate",
+      "Generate text offline: one prompt streamed to stdout, or a file of prompts run "
+      "together through continuous batching (logs go to stderr)");
   add_engine_flags(cmd, o->engine);
   cmd->add_option("--prompt", o->prompt, "Prompt text (BOS is added); default: BOS alone");
   cmd->add_option("--prompt-ids", o->prompt_ids, "Prompt as token ids, e.g. 1,403,407")

@@ -74,7 +74,8 @@ struct Engine::Impl {
     s.max_num_seqs = o.max_num_seqs;
     s.max_num_batched_tokens = o.max_num_batched_tokens;
     s.enable_chunked_prefill = o.enable_chunked_prefill;
-    if (!s.enable_chunked_prefill) s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_model_len);
+    if (!s.enable_chunked_prefill)
+      s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_model_len);
     auto& c = config.cache;
     c.block_size = o.block_size;
     c.enable_prefix_caching = o.enable_prefix_caching;
@@ -87,8 +88,8 @@ struct Engine::Impl {
     }
     config.validate();
     tokenizer = load_tokenizer(o.model, o.tokenizer, mc.vocab_size);
-    kv_cache = std::make_unique<PagedKVCache>(
-        LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size));
+    kv_cache =
+        std::make_unique<PagedKVCache>(LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size));
     model = std::make_unique<LlamaModel>(weights, *kv_cache, s.max_num_batched_tokens);
     core = std::make_unique<EngineCore>(config, *model);
   }
@@ -97,7 +98,8 @@ struct Engine::Impl {
     if (id.empty()) id = std::to_string(next_id++);
     for (int32_t t : ids) {
       if (t < 0 || t >= weights->config.vocab_size) {
-        throw std::invalid_argument("token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+        throw std::invalid_argument("token id " + std::to_string(t) +
+                                    " is outside the vocabulary [0, " +
                                     std::to_string(weights->config.vocab_size) + ")");
       }
     }
@@ -167,7 +169,9 @@ void Engine::abort_request(const std::string& request_id) {
   impl_->tracked.erase(it);
 }
 
-std::vector<RequestOutput> Engine::step() { return impl_->step(); }
+std::vector<RequestOutput> Engine::step() {
+  return impl_->step();
+}
 
 bool Engine::has_unfinished_requests() const {
   return impl_->core->has_unfinished_requests() || !impl_->aborted.empty();
@@ -203,9 +207,26 @@ std::string Engine::decode(std::span<const int32_t> ids, bool skip_special) cons
   return impl_->tokenizer->decode(std::vector<int32_t>(ids.begin(), ids.end()), skip_special);
 }
 
-int Engine::vocab_size() const { return impl_->weights->config.vocab_size; }
-int Engine::max_model_len() const { return impl_->config.scheduler.max_model_len; }
-std::optional<int32_t> Engine::eos_token_id() const { return impl_->tokenizer->eos_id(); }
+int Engine::vocab_size() const {
+  return impl_->weights->config.vocab_size;
+}
+int Engine::max_model_len() const {
+  return impl_->config.scheduler.max_model_len;
+}
+std::optional<int32_t> Engine::eos_token_id() const {
+  return impl_->tokenizer->eos_id();
+}
+
+EngineStats Engine::stats() const {
+  const Scheduler& s = impl_->core->scheduler();
+  const auto& kv = s.kv_cache_manager();
+  return EngineStats{s.num_running(),
+                     s.num_waiting(),
+                     kv.usage(),
+                     s.num_preemptions_total(),
+                     kv.prefix_cache_stats().queries,
+                     kv.prefix_cache_stats().hits};
+}
 
 std::string Engine::describe() const {
   const auto& mc = impl_->weights->config;

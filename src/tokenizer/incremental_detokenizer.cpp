@@ -9,9 +9,12 @@ size_t complete_utf8_prefix(const std::string& s) {
     const auto c = static_cast<unsigned char>(s[n - back]);
     if ((c & 0xC0) == 0x80) continue;  // continuation byte
     size_t need = 1;
-    if ((c & 0xE0) == 0xC0) need = 2;
-    else if ((c & 0xF0) == 0xE0) need = 3;
-    else if ((c & 0xF8) == 0xF0) need = 4;
+    if ((c & 0xE0) == 0xC0)
+      need = 2;
+    else if ((c & 0xF0) == 0xE0)
+      need = 3;
+    else if ((c & 0xF8) == 0xF0)
+      need = 4;
     return need > back ? n - back : n;
   }
   return n;  // only continuation bytes: invalid anyway, do not hold them forever
