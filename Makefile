@@ -3,9 +3,11 @@ BUILD      ?= build
 SAN_BUILD  ?= build-sanitize
 GENERATOR  ?= Ninja
 SCENARIO   ?= examples/design-notes.json
+MODEL      ?= ../shared/models/stories260K/stories260K.gguf
+PROMPT     ?= Once upon a time
 SOURCES     = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)
 
-.PHONY: all deps build test test-sanitize run bench format format-check clean
+.PHONY: all deps build test test-sanitize run trace bench format format-check clean
 
 all: build
 
@@ -28,8 +30,12 @@ test-sanitize: deps
 	cmake --build $(SAN_BUILD)
 	ctest --test-dir $(SAN_BUILD) --output-on-failure --timeout 900
 
-# Until the model issue lands, the main job is tracing the design notes' scenario.
+# The main job: generate from the shared stories260K model (MODEL=path for another; the server
+# takes over this target when it lands).
 run: build
+	./$(BUILD)/pagedllm generate --model $(MODEL) --prompt "$(PROMPT)" --temperature 0 --max-tokens 200
+
+trace: build
 	./$(BUILD)/pagedllm trace --scenario $(SCENARIO)
 
 bench: build

@@ -1,5 +1,7 @@
 #include "engine/trace.h"
 
+#include "cli/cli_runner.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -137,32 +139,9 @@ TEST(Trace, ScenarioErrorsNameTheField) {
   EXPECT_NE(error_of("[1, 2]").find("object"), std::string::npos);
 }
 
-// Runs the CLI and returns {exit code, stdout, stderr}.
-struct CliResult {
-  int code;
-  std::string out, err;
-};
-
-CliResult run_cli(const std::string& args) {
-  const std::string err_path = testing::TempDir() + "/pagedllm_cli_stderr.txt";
-  const std::string cmd = std::string(PAGEDLLM_BINARY) + " " + args + " 2>" + err_path;
-  CliResult r{};
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_path);
-  r.err.assign(std::istreambuf_iterator<char>(err), {});
-  return r;
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using test::CliResult;
+using test::run_cli;
+using test::write_temp;
 
 TEST(TraceCli, PrintsOneJsonLinePerScheduledStep) {
   const CliResult r =

@@ -1,0 +1,40 @@
+// Runs the pagedllm binary for CLI tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace pagedllm::test {
+
+struct CliResult {
+  int code = -1;
+  std::string out, err;
+};
+
+inline CliResult run_cli(const std::string& args) {
+  const std::string err_path = testing::TempDir() + "/pagedllm_cli_stderr.txt";
+  const std::string cmd = std::string(PAGEDLLM_BINARY) + " " + args + " 2>" + err_path;
+  CliResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(err), {});
+  return r;
+}
+
+inline std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace pagedllm::test

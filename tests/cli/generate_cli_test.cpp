@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_runner.h"
+#include "test_paths.h"
+
+namespace pagedllm {
+namespace {
+
+using json = nlohmann::json;
+using test::run_cli;
+
+std::vector<json> json_lines(const std::string& out) {
+  std::vector<json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+  return lines;
+}
+
+json expected(const std::string& dir) {
+  std::ifstream in(test::model_path(dir + "/expected.json"));
+  return json::parse(in);
+}
+
+TEST(GenerateCli, JsonGreedyIdsMatchTheReferenceForEveryFormat) {
+  const json e = expected("stories260K");
+  const std::string gguf = test::model_path("stories260K/stories260K.gguf");
+  const std::string bin = test::model_path("stories260K/stories260K.bin") + " --tokenizer " +
+                          test::model_path("stories260K/tok512.bin");
+  for (const std::string& model : {gguf, bin}) {
+    const auto r = run_cli("generate --model " + model +
+                           " --prompt-ids 1 --temperature 0 --max-tokens 200 --ignore-eos --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto lines = json_lines(r.out);
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(lines[0]["prompt_token_ids"], json::array({1}));
+    EXPECT_EQ(lines[0]["token_ids"], e["greedy_ids"]);
+    EXPECT_EQ(lines[0]["finish_reason"], "length");
+    EXPECT_EQ(lines[0]["text"].get<std::string>().substr(0, 16), "Once upon a time");
+    EXPECT_NE(r.err.find("kv_blocks="), std::string::npos) << "the log says what was chosen";
+  }
+}
+
+TEST(GenerateCli, PromptsFileRunsInInputOrderWithLogprobs) {
+  const std::string file = test::write_temp(
+      "prompts.jsonl", "{\"prompt\": \"Once upon a time\"}\n{\"prompt_token_ids\": [1, 403]}\n"
+                       "\n{\"prompt\": \"The cat\"}\n");
+  const auto r = run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+                         " --prompts-file " + file +
+                         " --temperature 0 --max-tokens 5 --logprobs 2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1]["prompt_token_ids"], json::array({1, 403}));
+  EXPECT_EQ(lines[1]["token_ids"][0], 407);  // the reference's second greedy token
+  for (const auto& l : lines) {
+    ASSERT_EQ(l["logprobs"].size(), l["token_ids"].size());
+    const auto& first = l["logprobs"][0];
+    EXPECT_EQ(first["token_id"], l["token_ids"][0]);
+    EXPECT_EQ(first["top_logprobs"].size(), 2u);
+    EXPECT_LE(first["logprob"].get<double>(), 0.0);
+  }
+}
+
+TEST(GenerateCli, StopTokenEndsTheRequestAndIsIncludedInTokenIds) {
+  // The reference's fifth greedy token is 432; stopping on it ends the request there.
+  const auto r = run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+                         " --prompt-ids 1 --temperature 0 --max-tokens 100 --stop-token-ids 432 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto out = json_lines(r.out)[0];
+  EXPECT_EQ(out["finish_reason"], "stop");
+  EXPECT_EQ(out["token_ids"], json::array({403, 407, 261, 378, 432}));
+}
+
+TEST(GenerateCli, SameSeedSameTextAcrossRuns) {
+  const std::string cmd = "generate --model " + test::model_path("stories260K/stories260K.gguf") +
+                          " --prompt \"Once upon a time\" --temperature 0.9 --top-p 0.9 --seed 7 "
+                          "--max-tokens 40 --json";
+  const auto a = run_cli(cmd), b = run_cli(cmd);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(json_lines(a.out)[0]["token_ids"], json_lines(b.out)[0]["token_ids"]);
+}
+
+TEST(GenerateCli, BadInputExitsNonZeroWithOneLine) {
+  auto r = run_cli("generate --model /nonexistent.gguf --prompt hi");
+  EXPECT_NE(r.code, 0);
+  r = run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+              " --prompt-ids 1,99999 --max-tokens 3");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("outside the vocabulary"), std::string::npos) << r.err;
+  r = run_cli("generate --model " + test::model_path("stories260K/stories260K.bin") + " --prompt hi");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--tokenizer"), std::string::npos) << r.err;
+  r = run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+              " --max-model-len 64 --prompt-ids 1 --max-tokens 100");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("exceeds max_model_len (64)"), std::string::npos) << r.err;
+  const std::string last_line = r.err.substr(r.err.rfind("pagedllm: error"));
+  EXPECT_EQ(std::count(last_line.begin(), last_line.end(), '\n'), 1);
+}
+
+TEST(GenerateCli, HelpExplainsEveryFlag) {
+  const auto r = run_cli("generate --help");
+  ASSERT_EQ(r.code, 0);
+  for (const char* flag : {"--model", "--tokenizer", "--prompt", "--prompt-ids", "--prompts-file",
+                           "--max-tokens", "--temperature", "--top-p", "--top-k", "--seed",
+                           "--ignore-eos", "--logprobs", "--json", "--max-model-len",
+                           "--block-size", "--max-num-batched-tokens", "--max-num-seqs",
+                           "--num-blocks", "--kv-cache-memory", "--no-prefix-caching", "--threads"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
+  }
+}
+
+}  // namespace
+}  // namespace pagedllm
