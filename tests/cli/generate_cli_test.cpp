@@ -46,12 +46,13 @@ TEST(GenerateCli, JsonGreedyIdsMatchTheReferenceForEveryFormat) {
 }
 
 TEST(GenerateCli, PromptsFileRunsInInputOrderWithLogprobs) {
-  const std::string file = test::write_temp(
-      "prompts.jsonl", "{\"prompt\": \"Once upon a time\"}\n{\"prompt_token_ids\": [1, 403]}\n"
+  const std::string file =
+      test::write_temp("prompts.jsonl",
+                       "{\"prompt\": \"Once upon a time\"}\n{\"prompt_token_ids\": [1, 403]}\n"
                        "\n{\"prompt\": \"The cat\"}\n");
-  const auto r = run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
-                         " --prompts-file " + file +
-                         " --temperature 0 --max-tokens 5 --logprobs 2 --json");
+  const auto r =
+      run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+              " --prompts-file " + file + " --temperature 0 --max-tokens 5 --logprobs 2 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 3u);
@@ -68,8 +69,9 @@ TEST(GenerateCli, PromptsFileRunsInInputOrderWithLogprobs) {
 
 TEST(GenerateCli, StopTokenEndsTheRequestAndIsIncludedInTokenIds) {
   // The reference's fifth greedy token is 432; stopping on it ends the request there.
-  const auto r = run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
-                         " --prompt-ids 1 --temperature 0 --max-tokens 100 --stop-token-ids 432 --json");
+  const auto r =
+      run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+              " --prompt-ids 1 --temperature 0 --max-tokens 100 --stop-token-ids 432 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   const auto out = json_lines(r.out)[0];
   EXPECT_EQ(out["finish_reason"], "stop");
@@ -92,7 +94,8 @@ TEST(GenerateCli, BadInputExitsNonZeroWithOneLine) {
               " --prompt-ids 1,99999 --max-tokens 3");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("outside the vocabulary"), std::string::npos) << r.err;
-  r = run_cli("generate --model " + test::model_path("stories260K/stories260K.bin") + " --prompt hi");
+  r = run_cli("generate --model " + test::model_path("stories260K/stories260K.bin") +
+              " --prompt hi");
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("--tokenizer"), std::string::npos) << r.err;
   r = run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
@@ -106,11 +109,13 @@ TEST(GenerateCli, BadInputExitsNonZeroWithOneLine) {
 TEST(GenerateCli, HelpExplainsEveryFlag) {
   const auto r = run_cli("generate --help");
   ASSERT_EQ(r.code, 0);
-  for (const char* flag : {"--model", "--tokenizer", "--prompt", "--prompt-ids", "--prompts-file",
-                           "--max-tokens", "--temperature", "--top-p", "--top-k", "--seed",
-                           "--ignore-eos", "--logprobs", "--json", "--max-model-len",
-                           "--block-size", "--max-num-batched-tokens", "--max-num-seqs",
-                           "--num-blocks", "--kv-cache-memory", "--no-prefix-caching", "--threads"}) {
+  for (const char* flag :
+       {"--model",        "--tokenizer",     "--prompt",          "--prompt-ids",
+        "--prompts-file", "--max-tokens",    "--temperature",     "--top-p",
+        "--top-k",        "--seed",          "--ignore-eos",      "--logprobs",
+        "--json",         "--max-model-len", "--block-size",      "--max-num-batched-tokens",
+        "--max-num-seqs", "--num-blocks",    "--kv-cache-memory", "--no-prefix-caching",
+        "--threads"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
 }

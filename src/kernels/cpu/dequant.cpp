@@ -1,5 +1,6 @@
 #include "kernels/cpu/dequant.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace pagedllm::cpu {
@@ -72,6 +73,52 @@ void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n) {
         for (int j = 0; j < 16; ++j) {
           dst[b * 32 + j] = d * static_cast<float>((q[j] & 0x0F) - 8);
           dst[b * 32 + j + 16] = d * static_cast<float>((q[j] >> 4) - 8);
+        }
+      }
+      return;
+  }
+}
+
+void quantize_row(DType dtype, const float* src, uint8_t* dst, int64_t n) {
+  auto store_u16 = [](uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof v); };
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, f32_to_f16(src[i]));
+      return;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, f32_to_bf16(src[i]));
+      return;
+    case DType::kQ8_0:
+      for (int64_t b = 0; b < n / 32; ++b, dst += 34, src += 32) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[j]));
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_u16(dst, f32_to_f16(d));
+        for (int j = 0; j < 32; ++j) {
+          dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(src[j] * id)));
+        }
+      }
+      return;
+    case DType::kQ4_0:
+      for (int64_t b = 0; b < n / 32; ++b, dst += 18, src += 32) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 32; ++j) {
+          if (std::fabs(src[j]) > amax) {
+            amax = std::fabs(src[j]);
+            max = src[j];
+          }
+        }
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        store_u16(dst, f32_to_f16(d));
+        for (int j = 0; j < 16; ++j) {
+          const auto q0 = std::min(15, static_cast<int>(src[j] * id + 8.5f));
+          const auto q1 = std::min(15, static_cast<int>(src[j + 16] * id + 8.5f));
+          dst[2 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
         }
       }
       return;

@@ -45,5 +45,8 @@ uint16_t f32_to_bf16(float f);
 
 // Writes n (a multiple of block_elements(dtype)) floats decoded from src.
 void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n);
+// The inverse: encodes n floats into row_bytes(dtype, n) bytes at dst (llama.cpp's reference
+// rounding for Q8_0 and Q4_0).
+void quantize_row(DType dtype, const float* src, uint8_t* dst, int64_t n);
 
 }  // namespace pagedllm::cpu

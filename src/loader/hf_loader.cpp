@@ -1,0 +1,220 @@
+#include "loader/hf_loader.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu/dequant.h"
+#include "loader/safetensors_file.h"
+
+namespace pagedllm {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw ModelLoadError(path.string() + ": cannot open");
+  json doc = json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) throw ModelLoadError(path.string() + ": not a JSON object");
+  return doc;
+}
+
+template <typename T>
+T get_or(const json& j, const char* key, T fallback, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) return fallback;
+  try {
+    return j[key].get<T>();
+  } catch (const json::exception&) {
+    throw ModelLoadError(where + ": config.json field '" + key + "' has the wrong type");
+  }
+}
+
+ModelConfig parse_config(const json& c, const std::string& where, std::string& arch_name) {
+  if (!c.contains("architectures") || !c["architectures"].is_array() || c["architectures"].empty() ||
+      !c["architectures"][0].is_string()) {
+    throw ModelLoadError(where + ": config.json has no architectures");
+  }
+  arch_name = c["architectures"][0].get<std::string>();
+  ModelConfig m;
+  if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") {
+    m.architecture = "llama";
+  } else if (arch_name == "Qwen2ForCausalLM") {
+    m.architecture = "qwen2";
+  } else if (arch_name == "Qwen3ForCausalLM") {
+    m.architecture = "qwen3";
+  } else {
+    throw ModelLoadError(where + ": architecture " + arch_name +
+                         " is not supported (Llama, Mistral, Qwen2, Qwen3)");
+  }
+  m.dim = get_or<int>(c, "hidden_size", 0, where);
+  m.hidden_dim = get_or<int>(c, "intermediate_size", 0, where);
+  m.n_layers = get_or<int>(c, "num_hidden_layers", 0, where);
+  m.n_heads = get_or<int>(c, "num_attention_heads", 0, where);
+  m.n_kv_heads = get_or<int>(c, "num_key_value_heads", m.n_heads, where);
+  m.head_dim = get_or<int>(c, "head_dim", m.n_heads > 0 ? m.dim / m.n_heads : 0, where);
+  m.vocab_size = get_or<int>(c, "vocab_size", 0, where);
+  m.max_seq_len = get_or<int>(c, "max_position_embeddings", 2048, where);
+  m.norm_eps = get_or<float>(c, "rms_norm_eps", 1e-6f, where);
+  m.rope_theta = get_or<float>(c, "rope_theta", 10000.0f, where);
+  m.tied_embeddings = get_or<bool>(c, "tie_word_embeddings", false, where);
+  if (c.contains("rope_scaling") && c["rope_scaling"].is_object()) {
+    const json& rs = c["rope_scaling"];
+    const std::string type = get_or<std::string>(rs, "rope_type", get_or<std::string>(rs, "type", "", where), where);
+    if (type == "llama3") {
+      Llama3RopeScaling s;
+      s.factor = get_or<float>(rs, "factor", s.factor, where);
+      s.low_freq_factor = get_or<float>(rs, "low_freq_factor", s.low_freq_factor, where);
+      s.high_freq_factor = get_or<float>(rs, "high_freq_factor", s.high_freq_factor, where);
+      s.original_max_position_embeddings =
+          get_or<int>(rs, "original_max_position_embeddings", s.original_max_position_embeddings, where);
+      m.rope_scaling = s;
+    } else if (!type.empty() && type != "default") {
+      throw ModelLoadError(where + ": rope_scaling type '" + type + "' is not supported (llama3)");
+    }
+  }
+  if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) {
+    m.bos_token_id = c["bos_token_id"].get<int32_t>();
+  }
+  const json eos = c.value("eos_token_id", json());
+  if (eos.is_number_integer()) m.eos_token_id = eos.get<int32_t>();
+  if (eos.is_array() && !eos.empty() && eos[0].is_number_integer()) m.eos_token_id = eos[0].get<int32_t>();
+  return m;
+}
+
+class HfTensors {
+ public:
+  HfTensors(const fs::path& dir, ModelWeights& w) : w_(w) {
+    const fs::path single = dir / "model.safetensors";
+    const fs::path index = dir / "model.safetensors.index.json";
+    if (fs::exists(index)) {
+      const json idx = read_json(index);
+      if (!idx.contains("weight_map") || !idx["weight_map"].is_object()) {
+        throw ModelLoadError(index.string() + ": no weight_map");
+      }
+      std::set<std::string> shards;
+      for (const auto& [name, shard] : idx["weight_map"].items()) {
+        if (!shard.is_string()) throw ModelLoadError(index.string() + ": bad weight_map entry");
+        const std::string file = shard.get<std::string>();
+        if (file.find('/') != std::string::npos || file.find("..") != std::string::npos) {
+          throw ModelLoadError(index.string() + ": shard name '" + file + "' leaves the directory");
+        }
+        shards.insert(file);
+      }
+      for (const auto& s : shards) add_file(dir / s);
+    } else if (fs::exists(single)) {
+      add_file(single);
+    } else {
+      throw ModelLoadError(dir.string() + ": no model.safetensors or model.safetensors.index.json");
+    }
+  }
+
+  bool has(const std::string& name) const { return by_name_.count(name) != 0; }
+
+  const SafetensorsTensor& get(const std::string& name, std::vector<int64_t> shape) const {
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) throw ModelLoadError(w_.source + ": missing tensor '" + name + "'");
+    const SafetensorsTensor& t = *it->second;
+    if (t.shape != shape) {
+      std::string want, got;
+      for (auto d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+      for (auto d : t.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+      throw ModelLoadError(w_.source + ": tensor '" + name + "' has shape [" + got +
+                           "], expected [" + want + "]");
+    }
+    if (!dtype_of_safetensors(t.dtype)) {
+      throw ModelLoadError(w_.source + ": tensor '" + name + "' has dtype " + t.dtype +
+                           ", which is not supported (F32, F16, BF16)");
+    }
+    return t;
+  }
+
+  WeightMatrix matrix(const std::string& name, int rows, int cols) {
+    const SafetensorsTensor& t = get(name, {rows, cols});
+    const DType d = *dtype_of_safetensors(t.dtype);
+    const size_t align = d == DType::kF32 ? 4 : 2;
+    if (reinterpret_cast<uintptr_t>(t.data) % align != 0) {
+      return WeightMatrix{DType::kF32, rows, cols, to_f32(t, int64_t{rows} * cols)};
+    }
+    return WeightMatrix{d, rows, cols, t.data};
+  }
+
+  const float* vector(const std::string& name, int n) {
+    const SafetensorsTensor& t = get(name, {n});
+    if (t.dtype == "F32" && reinterpret_cast<uintptr_t>(t.data) % 4 == 0) {
+      return reinterpret_cast<const float*>(t.data);
+    }
+    return to_f32(t, n);
+  }
+
+ private:
+  void add_file(const fs::path& path) {
+    files_.push_back(std::make_unique<SafetensorsFile>(path.string()));
+    w_.files.push_back(files_.back()->file());
+    for (const auto& [name, t] : files_.back()->tensors()) by_name_[name] = &t;
+  }
+  const float* to_f32(const SafetensorsTensor& t, int64_t n) {
+    std::vector<float> out(static_cast<size_t>(n));
+    cpu::dequantize_row(*dtype_of_safetensors(t.dtype), t.data, out.data(), n);
+    return w_.own(std::move(out));
+  }
+
+  ModelWeights& w_;
+  std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::map<std::string, const SafetensorsTensor*> by_name_;
+};
+
+}  // namespace
+
+bool is_hf_directory(const std::string& path) {
+  return fs::is_directory(path) && fs::exists(fs::path(path) / "config.json");
+}
+
+ModelWeights load_hf_directory(const std::string& dir_path) {
+  const fs::path dir(dir_path);
+  ModelWeights w;
+  w.source = dir_path;
+  std::string arch_name;
+  w.config = parse_config(read_json(dir / "config.json"), dir_path, arch_name);
+  HfTensors t(dir, w);
+  w.config.qkv_bias = t.has("model.layers.0.self_attn.q_proj.bias");
+  w.config.qk_norm = t.has("model.layers.0.self_attn.q_norm.weight");
+  if (!t.has("lm_head.weight")) w.config.tied_embeddings = true;
+  w.config.validate(dir_path);
+  const ModelConfig& c = w.config;
+  w.rope_style = RopeStyle::kNeox;
+
+  w.token_embedding = t.matrix("model.embed_tokens.weight", c.vocab_size, c.dim);
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
+    lw.attn_norm = t.vector(p + "input_layernorm.weight", c.dim);
+    lw.wq = t.matrix(p + "self_attn.q_proj.weight", c.q_dim(), c.dim);
+    lw.wk = t.matrix(p + "self_attn.k_proj.weight", c.kv_dim(), c.dim);
+    lw.wv = t.matrix(p + "self_attn.v_proj.weight", c.kv_dim(), c.dim);
+    lw.wo = t.matrix(p + "self_attn.o_proj.weight", c.dim, c.q_dim());
+    if (c.qkv_bias) {
+      lw.bq = t.vector(p + "self_attn.q_proj.bias", c.q_dim());
+      lw.bk = t.vector(p + "self_attn.k_proj.bias", c.kv_dim());
+      lw.bv = t.vector(p + "self_attn.v_proj.bias", c.kv_dim());
+    }
+    if (c.qk_norm) {
+      lw.q_norm = t.vector(p + "self_attn.q_norm.weight", c.head_dim);
+      lw.k_norm = t.vector(p + "self_attn.k_norm.weight", c.head_dim);
+    }
+    lw.ffn_norm = t.vector(p + "post_attention_layernorm.weight", c.dim);
+    lw.w_gate = t.matrix(p + "mlp.gate_proj.weight", c.hidden_dim, c.dim);
+    lw.w_up = t.matrix(p + "mlp.up_proj.weight", c.hidden_dim, c.dim);
+    lw.w_down = t.matrix(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
+  }
+  w.final_norm = t.vector("model.norm.weight", c.dim);
+  w.output = c.tied_embeddings ? w.token_embedding : t.matrix("lm_head.weight", c.vocab_size, c.dim);
+  return w;
+}
+
+}  // namespace pagedllm

@@ -1,0 +1,46 @@
+// Writes a Llama-family model as GGUF (llama.cpp's tensor names and metadata keys) or as a
+// Hugging Face directory (config.json + model.safetensors). Weights come from a WeightSource,
+// so a random preset or a loaded model can be written the same way.
+//
+// RoPE layouts: GGUF `llama` files store Q/K rows in the interleaved-pair order, Hugging Face
+// and GGUF qwen2/qwen3 in the rotate-half (NeoX) order; rows are permuted as needed.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "loader/model_weights.h"
+#include "tokenizer/sentencepiece_bpe.h"
+
+namespace pagedllm {
+
+enum class WeightRole {
+  kEmbedding, kAttnNorm, kWq, kWk, kWv, kWo, kBq, kBk, kBv, kQNorm, kKNorm,
+  kFfnNorm, kGate, kUp, kDown, kFinalNorm, kOutput,
+};
+
+// Fills `out` (already sized) with the tensor's f32 values, row-major [out, in] for matrices,
+// Q/K rows in the source's RoPE layout.
+using WeightSource = std::function<void(WeightRole role, int layer, std::vector<float>& out)>;
+
+struct ExportSpec {
+  ModelConfig config;
+  RopeStyle source_rope = RopeStyle::kInterleaved;
+  DType dtype = DType::kF32;
+  std::optional<SentencePieceVocab> vocab;  // embedded in GGUF files
+  std::string name = "pagedllm";
+};
+
+using Progress = std::function<void(size_t done, size_t total)>;
+
+void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::string& path,
+                 const Progress& progress = {});
+void export_hf_directory(const ExportSpec& spec, const WeightSource& source,
+                         const std::string& dir, const Progress& progress = {});
+
+// A source reading (and dequantizing) a loaded model.
+WeightSource source_of(const ModelWeights& weights);
+
+}  // namespace pagedllm
