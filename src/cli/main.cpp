@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/bench_command.h"
 #include "cli/generate_command.h"
+#include "cli/make_model_command.h"
 #include "cli/trace_command.h"
 
 #ifndef PAGEDLLM_VERSION
@@ -16,7 +18,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", PAGEDLLM_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
+  pagedllm::cli::add_bench_command(app, exit_code);
   pagedllm::cli::add_generate_command(app, exit_code);
+  pagedllm::cli::add_make_model_command(app, exit_code);
   pagedllm::cli::add_trace_command(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -20,7 +20,8 @@ json read_json(const fs::path& path) {
   std::ifstream in(path);
   if (!in) throw ModelLoadError(path.string() + ": cannot open");
   json doc = json::parse(in, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) throw ModelLoadError(path.string() + ": not a JSON object");
+  if (doc.is_discarded() || !doc.is_object())
+    throw ModelLoadError(path.string() + ": not a JSON object");
   return doc;
 }
 
@@ -35,8 +36,8 @@ T get_or(const json& j, const char* key, T fallback, const std::string& where) {
 }
 
 ModelConfig parse_config(const json& c, const std::string& where, std::string& arch_name) {
-  if (!c.contains("architectures") || !c["architectures"].is_array() || c["architectures"].empty() ||
-      !c["architectures"][0].is_string()) {
+  if (!c.contains("architectures") || !c["architectures"].is_array() ||
+      c["architectures"].empty() || !c["architectures"][0].is_string()) {
     throw ModelLoadError(where + ": config.json has no architectures");
   }
   arch_name = c["architectures"][0].get<std::string>();
@@ -64,14 +65,15 @@ ModelConfig parse_config(const json& c, const std::string& where, std::string& a
   m.tied_embeddings = get_or<bool>(c, "tie_word_embeddings", false, where);
   if (c.contains("rope_scaling") && c["rope_scaling"].is_object()) {
     const json& rs = c["rope_scaling"];
-    const std::string type = get_or<std::string>(rs, "rope_type", get_or<std::string>(rs, "type", "", where), where);
+    const std::string type =
+        get_or<std::string>(rs, "rope_type", get_or<std::string>(rs, "type", "", where), where);
     if (type == "llama3") {
       Llama3RopeScaling s;
       s.factor = get_or<float>(rs, "factor", s.factor, where);
       s.low_freq_factor = get_or<float>(rs, "low_freq_factor", s.low_freq_factor, where);
       s.high_freq_factor = get_or<float>(rs, "high_freq_factor", s.high_freq_factor, where);
-      s.original_max_position_embeddings =
-          get_or<int>(rs, "original_max_position_embeddings", s.original_max_position_embeddings, where);
+      s.original_max_position_embeddings = get_or<int>(rs, "original_max_position_embeddings",
+                                                       s.original_max_position_embeddings, where);
       m.rope_scaling = s;
     } else if (!type.empty() && type != "default") {
       throw ModelLoadError(where + ": rope_scaling type '" + type + "' is not supported (llama3)");
@@ -82,7 +84,8 @@ ModelConfig parse_config(const json& c, const std::string& where, std::string& a
   }
   const json eos = c.value("eos_token_id", json());
   if (eos.is_number_integer()) m.eos_token_id = eos.get<int32_t>();
-  if (eos.is_array() && !eos.empty() && eos[0].is_number_integer()) m.eos_token_id = eos[0].get<int32_t>();
+  if (eos.is_array() && !eos.empty() && eos[0].is_number_integer())
+    m.eos_token_id = eos[0].get<int32_t>();
   return m;
 }
 
@@ -213,7 +216,8 @@ ModelWeights load_hf_directory(const std::string& dir_path) {
     lw.w_down = t.matrix(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
   }
   w.final_norm = t.vector("model.norm.weight", c.dim);
-  w.output = c.tied_embeddings ? w.token_embedding : t.matrix("lm_head.weight", c.vocab_size, c.dim);
+  w.output =
+      c.tied_embeddings ? w.token_embedding : t.matrix("lm_head.weight", c.vocab_size, c.dim);
   return w;
 }
 

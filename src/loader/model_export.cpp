@@ -23,18 +23,35 @@ struct RoleShape {
 RoleShape shape_of(const ModelConfig& c, WeightRole role) {
   const int64_t d = c.dim, q = c.q_dim(), kv = c.kv_dim(), h = c.hidden_dim, v = c.vocab_size;
   switch (role) {
-    case WeightRole::kEmbedding: case WeightRole::kOutput: return {{v, d}};
-    case WeightRole::kAttnNorm: case WeightRole::kFfnNorm: case WeightRole::kFinalNorm: return {{d}};
-    case WeightRole::kWq: return {{q, d}, true, c.n_heads};
-    case WeightRole::kWk: return {{kv, d}, true, c.n_kv_heads};
-    case WeightRole::kWv: return {{kv, d}};
-    case WeightRole::kWo: return {{d, q}};
-    case WeightRole::kBq: return {{q}, true, c.n_heads};
-    case WeightRole::kBk: return {{kv}, true, c.n_kv_heads};
-    case WeightRole::kBv: return {{kv}};
-    case WeightRole::kQNorm: case WeightRole::kKNorm: return {{c.head_dim}, true, 1};
-    case WeightRole::kGate: case WeightRole::kUp: return {{h, d}};
-    case WeightRole::kDown: return {{d, h}};
+    case WeightRole::kEmbedding:
+    case WeightRole::kOutput:
+      return {{v, d}};
+    case WeightRole::kAttnNorm:
+    case WeightRole::kFfnNorm:
+    case WeightRole::kFinalNorm:
+      return {{d}};
+    case WeightRole::kWq:
+      return {{q, d}, true, c.n_heads};
+    case WeightRole::kWk:
+      return {{kv, d}, true, c.n_kv_heads};
+    case WeightRole::kWv:
+      return {{kv, d}};
+    case WeightRole::kWo:
+      return {{d, q}};
+    case WeightRole::kBq:
+      return {{q}, true, c.n_heads};
+    case WeightRole::kBk:
+      return {{kv}, true, c.n_kv_heads};
+    case WeightRole::kBv:
+      return {{kv}};
+    case WeightRole::kQNorm:
+    case WeightRole::kKNorm:
+      return {{c.head_dim}, true, 1};
+    case WeightRole::kGate:
+    case WeightRole::kUp:
+      return {{h, d}};
+    case WeightRole::kDown:
+      return {{d, h}};
   }
   return {};
 }
@@ -75,7 +92,8 @@ std::vector<PlannedTensor> plan(const ModelConfig& c, bool gguf) {
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string g = "blk." + std::to_string(l) + ".";
     const std::string h = "model.layers." + std::to_string(l) + ".";
-    add(gguf ? g + "attn_norm.weight" : h + "input_layernorm.weight", WeightRole::kAttnNorm, l, false);
+    add(gguf ? g + "attn_norm.weight" : h + "input_layernorm.weight", WeightRole::kAttnNorm, l,
+        false);
     add(gguf ? g + "attn_q.weight" : h + "self_attn.q_proj.weight", WeightRole::kWq, l, true);
     add(gguf ? g + "attn_k.weight" : h + "self_attn.k_proj.weight", WeightRole::kWk, l, true);
     add(gguf ? g + "attn_v.weight" : h + "self_attn.v_proj.weight", WeightRole::kWv, l, true);
@@ -86,16 +104,20 @@ std::vector<PlannedTensor> plan(const ModelConfig& c, bool gguf) {
       add(gguf ? g + "attn_v.bias" : h + "self_attn.v_proj.bias", WeightRole::kBv, l, false);
     }
     if (c.qk_norm) {
-      add(gguf ? g + "attn_q_norm.weight" : h + "self_attn.q_norm.weight", WeightRole::kQNorm, l, false);
-      add(gguf ? g + "attn_k_norm.weight" : h + "self_attn.k_norm.weight", WeightRole::kKNorm, l, false);
+      add(gguf ? g + "attn_q_norm.weight" : h + "self_attn.q_norm.weight", WeightRole::kQNorm, l,
+          false);
+      add(gguf ? g + "attn_k_norm.weight" : h + "self_attn.k_norm.weight", WeightRole::kKNorm, l,
+          false);
     }
-    add(gguf ? g + "ffn_norm.weight" : h + "post_attention_layernorm.weight", WeightRole::kFfnNorm, l, false);
+    add(gguf ? g + "ffn_norm.weight" : h + "post_attention_layernorm.weight", WeightRole::kFfnNorm,
+        l, false);
     add(gguf ? g + "ffn_gate.weight" : h + "mlp.gate_proj.weight", WeightRole::kGate, l, true);
     add(gguf ? g + "ffn_up.weight" : h + "mlp.up_proj.weight", WeightRole::kUp, l, true);
     add(gguf ? g + "ffn_down.weight" : h + "mlp.down_proj.weight", WeightRole::kDown, l, true);
   }
   add(gguf ? "output_norm.weight" : "model.norm.weight", WeightRole::kFinalNorm, 0, false);
-  if (!c.tied_embeddings) add(gguf ? "output.weight" : "lm_head.weight", WeightRole::kOutput, 0, true);
+  if (!c.tied_embeddings)
+    add(gguf ? "output.weight" : "lm_head.weight", WeightRole::kOutput, 0, true);
   return p;
 }
 
@@ -112,22 +134,28 @@ std::vector<TensorToWrite> tensors_for(const ExportSpec& spec, const WeightSourc
     const int64_t cols = rs.shape.size() == 2 ? rs.shape[1] : 1;
     const int head_dim = c.head_dim;
     const RopeStyle from = spec.source_rope;
-    out.push_back(TensorToWrite{t.name, rs.shape, dtype,
-                                [source, t, rs, permute, cols, head_dim, from](std::vector<float>& v) {
-                                  source(t.role, t.layer, v);
-                                  if (permute) permute_rope_rows(v, rs.heads, head_dim, cols, from);
-                                }});
+    out.push_back(
+        TensorToWrite{t.name, rs.shape, dtype,
+                      [source, t, rs, permute, cols, head_dim, from](std::vector<float>& v) {
+                        source(t.role, t.layer, v);
+                        if (permute) permute_rope_rows(v, rs.heads, head_dim, cols, from);
+                      }});
   }
   return out;
 }
 
 uint32_t gguf_file_type(DType d) {
   switch (d) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 7;
-    case DType::kBF16: return 32;
+    case DType::kF32:
+      return 0;
+    case DType::kF16:
+      return 1;
+    case DType::kQ4_0:
+      return 2;
+    case DType::kQ8_0:
+      return 7;
+    case DType::kBF16:
+      return 32;
   }
   return 0;
 }
@@ -145,7 +173,8 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c) {
     } else if (wavelen > old_len / s.low_freq_factor) {
       factors.push_back(s.factor);
     } else {
-      const double smooth = (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+      const double smooth =
+          (old_len / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
       factors.push_back(static_cast<float>(1.0 / ((1.0 - smooth) / s.factor + smooth)));
     }
   }
@@ -187,8 +216,10 @@ void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::
     m.push_back({"tokenizer.ggml.scores", gguf_f32_array(v.scores)});
     m.push_back({"tokenizer.ggml.token_type", gguf_i32_array(types)});
     m.push_back({"tokenizer.ggml.unknown_token_id", gguf_u32(0)});
-    if (v.bos) m.push_back({"tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(*v.bos))});
-    if (v.eos) m.push_back({"tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(*v.eos))});
+    if (v.bos)
+      m.push_back({"tokenizer.ggml.bos_token_id", gguf_u32(static_cast<uint32_t>(*v.bos))});
+    if (v.eos)
+      m.push_back({"tokenizer.ggml.eos_token_id", gguf_u32(static_cast<uint32_t>(*v.eos))});
     m.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(true)});
     m.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(false)});
   }
@@ -196,14 +227,16 @@ void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::
   auto tensors = tensors_for(spec, source, /*gguf=*/true, target);
   if (c.rope_scaling) {
     const auto factors = llama3_rope_factors(c);
-    tensors.push_back({"rope_freqs.weight", {static_cast<int64_t>(factors.size())}, DType::kF32,
+    tensors.push_back({"rope_freqs.weight",
+                       {static_cast<int64_t>(factors.size())},
+                       DType::kF32,
                        [factors](std::vector<float>& v) { v = factors; }});
   }
   write_gguf(path, m, tensors, progress);
 }
 
-void export_hf_directory(const ExportSpec& spec, const WeightSource& source,
-                         const std::string& dir, const Progress& progress) {
+void export_hf_directory(const ExportSpec& spec, const WeightSource& source, const std::string& dir,
+                         const Progress& progress) {
   const ModelConfig& c = spec.config;
   std::filesystem::create_directories(dir);
   nlohmann::ordered_json j;
@@ -222,15 +255,18 @@ void export_hf_directory(const ExportSpec& spec, const WeightSource& source,
   j["rms_norm_eps"] = c.norm_eps;
   j["rope_theta"] = c.rope_theta;
   j["tie_word_embeddings"] = c.tied_embeddings;
-  j["torch_dtype"] = spec.dtype == DType::kBF16 ? "bfloat16" : spec.dtype == DType::kF16 ? "float16" : "float32";
+  j["torch_dtype"] = spec.dtype == DType::kBF16  ? "bfloat16"
+                     : spec.dtype == DType::kF16 ? "float16"
+                                                 : "float32";
   if (c.bos_token_id) j["bos_token_id"] = *c.bos_token_id;
   if (c.eos_token_id) j["eos_token_id"] = *c.eos_token_id;
   if (c.rope_scaling) {
-    j["rope_scaling"] = {{"rope_type", "llama3"},
-                         {"factor", c.rope_scaling->factor},
-                         {"low_freq_factor", c.rope_scaling->low_freq_factor},
-                         {"high_freq_factor", c.rope_scaling->high_freq_factor},
-                         {"original_max_position_embeddings", c.rope_scaling->original_max_position_embeddings}};
+    j["rope_scaling"] = {
+        {"rope_type", "llama3"},
+        {"factor", c.rope_scaling->factor},
+        {"low_freq_factor", c.rope_scaling->low_freq_factor},
+        {"high_freq_factor", c.rope_scaling->high_freq_factor},
+        {"original_max_position_embeddings", c.rope_scaling->original_max_position_embeddings}};
   }
   std::ofstream(std::filesystem::path(dir) / "config.json") << j.dump(2) << "\n";
   write_safetensors((std::filesystem::path(dir) / "model.safetensors").string(),
@@ -247,28 +283,46 @@ WeightSource source_of(const ModelWeights& w) {
     auto matrix = [&](const WeightMatrix& m) {
       out.resize(static_cast<size_t>(m.rows) * m.cols);
       for (int r = 0; r < m.rows; ++r) {
-        cpu::dequantize_row(m.dtype, m.row(r), out.data() + static_cast<size_t>(r) * m.cols, m.cols);
+        cpu::dequantize_row(m.dtype, m.row(r), out.data() + static_cast<size_t>(r) * m.cols,
+                            m.cols);
       }
     };
     auto vec = [&](const float* p, int n) { out.assign(p, p + n); };
     switch (role) {
-      case WeightRole::kEmbedding: return matrix(w.token_embedding);
-      case WeightRole::kOutput: return matrix(w.output);
-      case WeightRole::kFinalNorm: return vec(w.final_norm, c.dim);
-      case WeightRole::kAttnNorm: return vec(lw->attn_norm, c.dim);
-      case WeightRole::kFfnNorm: return vec(lw->ffn_norm, c.dim);
-      case WeightRole::kWq: return matrix(lw->wq);
-      case WeightRole::kWk: return matrix(lw->wk);
-      case WeightRole::kWv: return matrix(lw->wv);
-      case WeightRole::kWo: return matrix(lw->wo);
-      case WeightRole::kBq: return vec(lw->bq, c.q_dim());
-      case WeightRole::kBk: return vec(lw->bk, c.kv_dim());
-      case WeightRole::kBv: return vec(lw->bv, c.kv_dim());
-      case WeightRole::kQNorm: return vec(lw->q_norm, c.head_dim);
-      case WeightRole::kKNorm: return vec(lw->k_norm, c.head_dim);
-      case WeightRole::kGate: return matrix(lw->w_gate);
-      case WeightRole::kUp: return matrix(lw->w_up);
-      case WeightRole::kDown: return matrix(lw->w_down);
+      case WeightRole::kEmbedding:
+        return matrix(w.token_embedding);
+      case WeightRole::kOutput:
+        return matrix(w.output);
+      case WeightRole::kFinalNorm:
+        return vec(w.final_norm, c.dim);
+      case WeightRole::kAttnNorm:
+        return vec(lw->attn_norm, c.dim);
+      case WeightRole::kFfnNorm:
+        return vec(lw->ffn_norm, c.dim);
+      case WeightRole::kWq:
+        return matrix(lw->wq);
+      case WeightRole::kWk:
+        return matrix(lw->wk);
+      case WeightRole::kWv:
+        return matrix(lw->wv);
+      case WeightRole::kWo:
+        return matrix(lw->wo);
+      case WeightRole::kBq:
+        return vec(lw->bq, c.q_dim());
+      case WeightRole::kBk:
+        return vec(lw->bk, c.kv_dim());
+      case WeightRole::kBv:
+        return vec(lw->bv, c.kv_dim());
+      case WeightRole::kQNorm:
+        return vec(lw->q_norm, c.head_dim);
+      case WeightRole::kKNorm:
+        return vec(lw->k_norm, c.head_dim);
+      case WeightRole::kGate:
+        return matrix(lw->w_gate);
+      case WeightRole::kUp:
+        return matrix(lw->w_up);
+      case WeightRole::kDown:
+        return matrix(lw->w_down);
     }
   };
 }

@@ -17,8 +17,23 @@
 namespace pagedllm {
 
 enum class WeightRole {
-  kEmbedding, kAttnNorm, kWq, kWk, kWv, kWo, kBq, kBk, kBv, kQNorm, kKNorm,
-  kFfnNorm, kGate, kUp, kDown, kFinalNorm, kOutput,
+  kEmbedding,
+  kAttnNorm,
+  kWq,
+  kWk,
+  kWv,
+  kWo,
+  kBq,
+  kBk,
+  kBv,
+  kQNorm,
+  kKNorm,
+  kFfnNorm,
+  kGate,
+  kUp,
+  kDown,
+  kFinalNorm,
+  kOutput,
 };
 
 // Fills `out` (already sized) with the tensor's f32 values, row-major [out, in] for matrices,
@@ -37,8 +52,8 @@ using Progress = std::function<void(size_t done, size_t total)>;
 
 void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::string& path,
                  const Progress& progress = {});
-void export_hf_directory(const ExportSpec& spec, const WeightSource& source,
-                         const std::string& dir, const Progress& progress = {});
+void export_hf_directory(const ExportSpec& spec, const WeightSource& source, const std::string& dir,
+                         const Progress& progress = {});
 
 // A source reading (and dequantizing) a loaded model.
 WeightSource source_of(const ModelWeights& weights);

@@ -25,8 +25,11 @@ size_t element_size(const std::string& d) {
 
 }  // namespace
 
-SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
-  auto fail = [&](const std::string& what) { throw ModelLoadError(path + ": invalid safetensors: " + what); };
+SafetensorsFile::SafetensorsFile(const std::string& path)
+    : file_(std::make_shared<MappedFile>(path)) {
+  auto fail = [&](const std::string& what) {
+    throw ModelLoadError(path + ": invalid safetensors: " + what);
+  };
   if (file_->size() < 8) fail("shorter than its 8-byte header length");
   uint64_t header_len;
   std::memcpy(&header_len, file_->data(), 8);
@@ -52,17 +55,20 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shar
     for (const auto& d : info["shape"]) {
       if (!d.is_number_unsigned()) fail("tensor '" + name + "' has a bad shape");
       const auto v = d.get<uint64_t>();
-      if (v != 0 && elements > (uint64_t{1} << 40) / v) fail("tensor '" + name + "' is implausibly large");
+      if (v != 0 && elements > (uint64_t{1} << 40) / v)
+        fail("tensor '" + name + "' is implausibly large");
       elements *= v;
       t.shape.push_back(static_cast<int64_t>(v));
     }
     const auto& offs = info["data_offsets"];
-    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) fail("bad data_offsets for '" + name + "'");
+    if (!offs[0].is_number_unsigned() || !offs[1].is_number_unsigned())
+      fail("bad data_offsets for '" + name + "'");
     const auto lo = offs[0].get<uint64_t>(), hi = offs[1].get<uint64_t>();
     if (lo > hi || hi > data_size) {
       throw ModelLoadError(path + ": tensor '" + name + "' lies outside the file (truncated?)");
     }
-    if (hi - lo != elements * esize) fail("tensor '" + name + "' byte size does not match its shape");
+    if (hi - lo != elements * esize)
+      fail("tensor '" + name + "' byte size does not match its shape");
     t.data = file_->data() + data_start + lo;
     t.size_bytes = hi - lo;
     tensors_.emplace(name, std::move(t));

@@ -64,11 +64,16 @@ GGUFValue gguf_i32_array(const std::vector<int32_t>& x) {
 
 uint32_t ggml_type_of(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 8;
-    case DType::kBF16: return 30;
+    case DType::kF32:
+      return 0;
+    case DType::kF16:
+      return 1;
+    case DType::kQ4_0:
+      return 2;
+    case DType::kQ8_0:
+      return 8;
+    case DType::kBF16:
+      return 30;
   }
   return 0;
 }
@@ -77,14 +82,17 @@ namespace {
 
 class Out {
  public:
-  explicit Out(const std::string& path) : path_(path), f_(path, std::ios::binary | std::ios::trunc) {
+  explicit Out(const std::string& path)
+      : path_(path), f_(path, std::ios::binary | std::ios::trunc) {
     if (!f_) throw std::runtime_error("cannot write '" + path + "'");
   }
   template <typename T>
   void put(T v) {
     f_.write(reinterpret_cast<const char*>(&v), sizeof v);
   }
-  void put_bytes(const void* p, size_t n) { f_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n)); }
+  void put_bytes(const void* p, size_t n) {
+    f_.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+  }
   void put_string(const std::string& s) {
     put<uint64_t>(s.size());
     put_bytes(s.data(), s.size());
@@ -106,17 +114,39 @@ class Out {
 
 void put_scalar(Out& o, GGUFType t, int64_t i, double f) {
   switch (t) {
-    case GGUFType::kUint8: case GGUFType::kBool: o.put<uint8_t>(static_cast<uint8_t>(i)); break;
-    case GGUFType::kInt8: o.put<int8_t>(static_cast<int8_t>(i)); break;
-    case GGUFType::kUint16: o.put<uint16_t>(static_cast<uint16_t>(i)); break;
-    case GGUFType::kInt16: o.put<int16_t>(static_cast<int16_t>(i)); break;
-    case GGUFType::kUint32: o.put<uint32_t>(static_cast<uint32_t>(i)); break;
-    case GGUFType::kInt32: o.put<int32_t>(static_cast<int32_t>(i)); break;
-    case GGUFType::kUint64: o.put<uint64_t>(static_cast<uint64_t>(i)); break;
-    case GGUFType::kInt64: o.put<int64_t>(i); break;
-    case GGUFType::kFloat32: o.put<float>(static_cast<float>(f)); break;
-    case GGUFType::kFloat64: o.put<double>(f); break;
-    default: throw std::logic_error("not a scalar GGUF type");
+    case GGUFType::kUint8:
+    case GGUFType::kBool:
+      o.put<uint8_t>(static_cast<uint8_t>(i));
+      break;
+    case GGUFType::kInt8:
+      o.put<int8_t>(static_cast<int8_t>(i));
+      break;
+    case GGUFType::kUint16:
+      o.put<uint16_t>(static_cast<uint16_t>(i));
+      break;
+    case GGUFType::kInt16:
+      o.put<int16_t>(static_cast<int16_t>(i));
+      break;
+    case GGUFType::kUint32:
+      o.put<uint32_t>(static_cast<uint32_t>(i));
+      break;
+    case GGUFType::kInt32:
+      o.put<int32_t>(static_cast<int32_t>(i));
+      break;
+    case GGUFType::kUint64:
+      o.put<uint64_t>(static_cast<uint64_t>(i));
+      break;
+    case GGUFType::kInt64:
+      o.put<int64_t>(i);
+      break;
+    case GGUFType::kFloat32:
+      o.put<float>(static_cast<float>(f));
+      break;
+    case GGUFType::kFloat64:
+      o.put<double>(f);
+      break;
+    default:
+      throw std::logic_error("not a scalar GGUF type");
   }
 }
 
@@ -153,7 +183,8 @@ void put_tensor_data(Out& o, const TensorToWrite& t) {
   const int64_t cols = t.shape.back();
   const size_t rb = row_bytes(t.dtype, cols);
   for (int64_t r = 0; r < t.elements() / cols; ++r) {
-    cpu::quantize_row(t.dtype, values.data() + r * cols, encoded.data() + static_cast<size_t>(r) * rb, cols);
+    cpu::quantize_row(t.dtype, values.data() + r * cols,
+                      encoded.data() + static_cast<size_t>(r) * rb, cols);
   }
   o.put_bytes(encoded.data(), encoded.size());
 }
@@ -179,7 +210,8 @@ void write_gguf(const std::string& path, const std::vector<GGUFMetadataEntry>& m
   for (const auto& t : tensors) {
     o.put_string(t.name);
     o.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
-    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) o.put<uint64_t>(static_cast<uint64_t>(*it));
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it)
+      o.put<uint64_t>(static_cast<uint64_t>(*it));
     o.put<uint32_t>(ggml_type_of(t.dtype));
     o.put<uint64_t>(offset);
     offset += (encoded_bytes(t) + kAlignment - 1) / kAlignment * kAlignment;
@@ -200,10 +232,12 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   uint64_t offset = 0;
   for (const auto& t : tensors) {
     if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16) {
-      throw std::invalid_argument("safetensors holds F32, F16 or BF16, not " + std::string(to_string(t.dtype)));
+      throw std::invalid_argument("safetensors holds F32, F16 or BF16, not " +
+                                  std::string(to_string(t.dtype)));
     }
     const uint64_t n = encoded_bytes(t);
-    header[t.name] = {{"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    header[t.name] = {
+        {"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
     offset += n;
   }
   std::string text = header.dump();

@@ -94,7 +94,8 @@ TEST(ModelExport, BadHuggingFaceDirectoriesGiveClearErrors) {
   } catch (const ModelLoadError& e) {
     EXPECT_NE(std::string(e.what()).find("GPT2LMHeadModel"), std::string::npos);
   }
-  std::ofstream(dir + "/config.json") << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+  std::ofstream(dir + "/config.json")
+      << R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64,
     "intermediate_size": 172, "num_hidden_layers": 1, "num_attention_heads": 8, "vocab_size": 512})";
   try {
     load_model(dir);

@@ -1,0 +1,192 @@
+#include "cli/bench_command.h"
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/engine_flags.h"
+#include "util/progress_bar.h"
+
+namespace pagedllm::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ordered_json = nlohmann::ordered_json;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct MeanStd {
+  double mean = 0, stddev = 0;
+};
+
+MeanStd mean_std(const std::vector<double>& v) {
+  MeanStd m;
+  if (v.empty()) return m;
+  m.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  for (double x : v) m.stddev += (x - m.mean) * (x - m.mean);
+  m.stddev = v.size() > 1 ? std::sqrt(m.stddev / static_cast<double>(v.size() - 1)) : 0.0;
+  return m;
+}
+
+// Distinct random prompts (BOS + random ids), so prefix caching finds nothing.
+std::vector<int32_t> random_prompt(std::mt19937& rng, int len, int vocab) {
+  std::vector<int32_t> p = {1};
+  std::uniform_int_distribution<int32_t> pick(3, vocab - 1);
+  while (static_cast<int>(p.size()) < len) p.push_back(pick(rng));
+  p.resize(static_cast<size_t>(len));
+  return p;
+}
+
+SamplingParams fixed_length(int max_tokens) {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = max_tokens;
+  p.ignore_eos = true;
+  return p;
+}
+
+std::string machine_line(const Engine& e) {
+  std::ostringstream os;
+  os << "pagedllm bench: " << e.describe() << " isa=generic-f32-dot";
+  return os.str();
+}
+
+struct LatencyOptions {
+  EngineOptions engine;
+  int prompt_len = 512;
+  int gen_len = 128;
+  int reps = 5;
+  bool json = false;
+};
+
+int run_latency(LatencyOptions& o) {
+  if (o.engine.max_num_batched_tokens < o.prompt_len) o.engine.max_num_batched_tokens = o.prompt_len;
+  Engine engine(o.engine);
+  std::cerr << machine_line(engine) << "\n";
+  std::mt19937 rng(1);
+  std::vector<double> pp, tg;
+  ProgressBar bar("bench latency");
+  for (int r = 0; r < o.reps; ++r) {
+    // pp: one prompt from an empty cache, in one step.
+    if (o.prompt_len > 0) {
+      engine.add_request(random_prompt(rng, o.prompt_len, engine.vocab_size()), fixed_length(1));
+      const auto t0 = Clock::now();
+      while (engine.has_unfinished_requests()) engine.step();
+      pp.push_back(o.prompt_len / seconds_since(t0));
+    }
+    // tg: single-token decode steps at batch 1 from an (almost) empty context.
+    if (o.gen_len > 0) {
+      engine.add_request(std::vector<int32_t>{1}, fixed_length(o.gen_len + 1));
+      engine.step();  // the one-token prompt
+      const auto t0 = Clock::now();
+      while (engine.has_unfinished_requests()) engine.step();
+      tg.push_back(o.gen_len / seconds_since(t0));
+    }
+    bar.update(static_cast<size_t>(r + 1), static_cast<size_t>(o.reps));
+  }
+  const MeanStd p = mean_std(pp), t = mean_std(tg);
+  if (o.json) {
+    ordered_json j;
+    j["model"] = o.engine.model;
+    j["threads"] = o.engine.threads;
+    j["prompt_len"] = o.prompt_len;
+    j["gen_len"] = o.gen_len;
+    j["reps"] = o.reps;
+    j["pp_tokens_per_s"] = p.mean;
+    j["pp_tokens_per_s_stddev"] = p.stddev;
+    j["tg_tokens_per_s"] = t.mean;
+    j["tg_tokens_per_s_stddev"] = t.stddev;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::printf("| test   |            t/s |\n|--------|----------------|\n");
+    if (o.prompt_len > 0) std::printf("| pp%-4d | %8.2f ± %-5.2f|\n", o.prompt_len, p.mean, p.stddev);
+    if (o.gen_len > 0) std::printf("| tg%-4d | %8.2f ± %-5.2f|\n", o.gen_len, t.mean, t.stddev);
+  }
+  return 0;
+}
+
+struct ThroughputOptions {
+  EngineOptions engine;
+  int num_prompts = 32;
+  int input_len = 128;
+  int output_len = 128;
+  bool json = false;
+};
+
+int run_throughput(ThroughputOptions& o) {
+  Engine engine(o.engine);
+  std::cerr << machine_line(engine) << "\n";
+  std::mt19937 rng(2);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < o.num_prompts; ++i) prompts.push_back(random_prompt(rng, o.input_len, engine.vocab_size()));
+  for (const auto& p : prompts) engine.add_request(p, fixed_length(o.output_len));
+  ProgressBar bar("bench throughput");
+  const auto t0 = Clock::now();
+  size_t done = 0;
+  int64_t out_tokens = 0;
+  while (engine.has_unfinished_requests()) {
+    for (const auto& out : engine.step()) {
+      out_tokens += static_cast<int64_t>(out.new_token_ids.size());
+      if (out.finished) bar.update(++done, prompts.size());
+    }
+  }
+  const double secs = seconds_since(t0);
+  const double in_tokens = static_cast<double>(o.num_prompts) * o.input_len;
+  const double req_s = o.num_prompts / secs;
+  const double out_s = static_cast<double>(out_tokens) / secs;
+  const double total_s = (in_tokens + static_cast<double>(out_tokens)) / secs;
+  if (o.json) {
+    ordered_json j;
+    j["model"] = o.engine.model;
+    j["num_prompts"] = o.num_prompts;
+    j["input_len"] = o.input_len;
+    j["output_len"] = o.output_len;
+    j["max_num_seqs"] = o.engine.max_num_seqs;
+    j["elapsed_s"] = secs;
+    j["requests_per_s"] = req_s;
+    j["input_tokens_per_s"] = in_tokens / secs;
+    j["output_tokens_per_s"] = out_s;
+    j["total_tokens_per_s"] = total_s;
+    std::cout << j.dump() << "\n";
+  } else {
+    std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s (%.2f input tokens/s), %.1f s\n",
+                req_s, total_s, out_s, in_tokens / secs, secs);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: latency (pp/tg as llama-bench) and throughput (as vllm bench throughput)");
+  bench->require_subcommand(1);
+
+  auto lat = std::make_shared<LatencyOptions>();
+  CLI::App* l = bench->add_subcommand("latency", "Prompt processing (one prompt, empty cache) and generation (batch 1) tokens/s, mean ± stddev over repetitions");
+  add_engine_flags(l, lat->engine);
+  l->add_option("-p,--prompt-len", lat->prompt_len, "Prompt tokens for pp")->capture_default_str();
+  l->add_option("-n,--gen-len", lat->gen_len, "Generated tokens for tg")->capture_default_str();
+  l->add_option("-r,--reps", lat->reps, "Repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+  l->add_flag("--json", lat->json, "Print one JSON object (pp_tokens_per_s, tg_tokens_per_s, ...)");
+  l->callback([lat, &exit_code] { exit_code = run_latency(*lat); });
+
+  auto thr = std::make_shared<ThroughputOptions>();
+  CLI::App* t = bench->add_subcommand("throughput", "Offline throughput of N random distinct prompts through continuous batching (EOS ignored)");
+  add_engine_flags(t, thr->engine);
+  t->add_option("--num-prompts", thr->num_prompts, "Requests")->capture_default_str()->check(CLI::PositiveNumber);
+  t->add_option("--input-len", thr->input_len, "Prompt tokens per request")->capture_default_str()->check(CLI::PositiveNumber);
+  t->add_option("--output-len", thr->output_len, "Generated tokens per request")->capture_default_str()->check(CLI::PositiveNumber);
+  t->add_flag("--json", thr->json, "Print one JSON object (requests_per_s, output_tokens_per_s, total_tokens_per_s, ...)");
+  t->callback([thr, &exit_code] { exit_code = run_throughput(*thr); });
+}
+
+}  // namespace pagedllm::cli

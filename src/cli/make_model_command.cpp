@@ -1,0 +1,81 @@
+#include "cli/make_model_command.h"
+
+#include <iostream>
+#include <map>
+
+#include "loader/gguf_file.h"
+#include "model/presets.h"
+#include "tokenizer/load_tokenizer.h"
+#include "util/progress_bar.h"
+
+namespace pagedllm::cli {
+
+namespace {
+
+struct MakeModelOptions {
+  std::string preset;
+  std::string dtype = "f32";
+  std::string format = "gguf";
+  std::string tokenizer;
+  std::string out;
+  uint64_t seed = 0;
+};
+
+DType parse_dtype(const std::string& s) {
+  static const std::map<std::string, DType> names = {{"f32", DType::kF32}, {"f16", DType::kF16},
+                                                     {"bf16", DType::kBF16}, {"q8_0", DType::kQ8_0},
+                                                     {"q4_0", DType::kQ4_0}};
+  auto it = names.find(s);
+  if (it == names.end()) throw std::invalid_argument("unknown --dtype '" + s + "' (f32, f16, bf16, q8_0, q4_0)");
+  return it->second;
+}
+
+SentencePieceVocab vocab_for(const MakeModelOptions& o, int vocab_size) {
+  if (o.tokenizer.empty()) return synthetic_vocab(vocab_size);
+  if (GGUFFile::has_magic(o.tokenizer)) {
+    throw std::invalid_argument("--tokenizer takes a llama2.c tokenizer.bin here");
+  }
+  return read_llama2c_tokenizer(o.tokenizer, vocab_size);
+}
+
+int run(const MakeModelOptions& o) {
+  ExportSpec spec;
+  spec.config = preset_config(o.preset);
+  spec.dtype = parse_dtype(o.dtype);
+  spec.source_rope = spec.config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
+  spec.name = o.preset;
+  const WeightSource source = random_weights(spec.config, o.seed);
+  ProgressBar bar("writing " + o.out);
+  auto progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
+  if (o.format == "gguf") {
+    spec.vocab = vocab_for(o, spec.config.vocab_size);
+    export_gguf(spec, source, o.out, progress);
+  } else if (o.format == "safetensors") {
+    export_hf_directory(spec, source, o.out, progress);
+  } else {
+    throw std::invalid_argument("unknown --format '" + o.format + "' (gguf, safetensors)");
+  }
+  std::cerr << "pagedllm: wrote " << o.preset << " (" << o.dtype << ", " << o.format << ") to "
+            << o.out << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_make_model_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<MakeModelOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "make-model", "Write a model of a real shape with random weights (std 0.02, norms 1), for "
+                    "benchmarks; GGUF files use llama.cpp's tensor names and metadata keys");
+  cmd->add_option("--preset", o->preset, "llama-110m, llama-1b, qwen2-0.5b or tiny")->required();
+  cmd->add_option("--dtype", o->dtype, "Weight type: f32, f16, bf16, q8_0 or q4_0")->capture_default_str();
+  cmd->add_option("--format", o->format, "gguf (one file) or safetensors (an HF directory)")
+      ->capture_default_str();
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "Embed this llama2.c tokenizer.bin instead of a synthetic vocabulary (GGUF)");
+  cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
+  cmd->add_option("--out", o->out, "Output file (gguf) or directory (safetensors)")->required();
+  cmd->callback([o, &exit_code] { exit_code = run(*o); });
+}
+
+}  // namespace pagedllm::cli
