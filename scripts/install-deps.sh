@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libxxhash-dev libcli11-dev
   clang libclang-rt-14-dev clang-format
+  python3 python3-numpy
 )
 
 missing=()

@@ -28,14 +28,36 @@ ModelConfig preset_config(const std::string& name) {
   } else if (name == "tiny") {
     c.dim = 64, c.hidden_dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
     c.vocab_size = 512, c.max_seq_len = 256;
+  } else if (name == "tiny-llama3") {
+    c.dim = 128, c.hidden_dim = 256, c.n_layers = 2, c.n_heads = 8, c.n_kv_heads = 2;
+    c.vocab_size = 640, c.max_seq_len = 4096, c.rope_theta = 500000.0f;
+    c.rope_scaling = Llama3RopeScaling{8.0f, 1.0f, 4.0f, 64};
+    c.tied_embeddings = true;
+  } else if (name == "tiny-qwen2") {
+    c.architecture = "qwen2";
+    c.dim = 96, c.hidden_dim = 160, c.n_layers = 2, c.n_heads = 6, c.n_kv_heads = 2;
+    c.vocab_size = 512, c.max_seq_len = 512, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f;
+    c.qkv_bias = true, c.tied_embeddings = true;
+  } else if (name == "tiny-qwen3") {
+    c.architecture = "qwen3";
+    c.dim = 64, c.hidden_dim = 192, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
+    c.vocab_size = 512, c.max_seq_len = 512, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f;
+    c.qk_norm = true;
+    c.head_dim = 32;  // Qwen3 sets head_dim apart from dim / heads
+    return c;
   } else {
-    throw std::invalid_argument("unknown preset '" + name + "' (llama-110m, llama-1b, qwen2-0.5b, tiny)");
+    throw std::invalid_argument("unknown preset '" + name +
+                                "' (llama-110m, llama-1b, qwen2-0.5b; tests: tiny, tiny-llama3, "
+                                "tiny-qwen2, tiny-qwen3)");
   }
   c.head_dim = c.dim / c.n_heads;
   return c;
 }
 
-std::vector<std::string> preset_names() { return {"llama-110m", "llama-1b", "qwen2-0.5b", "tiny"}; }
+std::vector<std::string> preset_names() {
+  return {"llama-110m",  "llama-1b",   "qwen2-0.5b", "tiny",
+          "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
+}
 
 SentencePieceVocab synthetic_vocab(int size) {
   SentencePieceVocab v;
@@ -49,12 +71,14 @@ SentencePieceVocab synthetic_vocab(int size) {
   // Letter strings in base 26 of growing length; even ones carry the word-start marker.
   for (int64_t n = 0; static_cast<int>(v.pieces.size()) < size; ++n) {
     std::string word;
-    for (int64_t x = n / 2 + 1; x > 0; x = (x - 1) / 26) word.insert(word.begin(), static_cast<char>('a' + (x - 1) % 26));
+    for (int64_t x = n / 2 + 1; x > 0; x = (x - 1) / 26)
+      word.insert(word.begin(), static_cast<char>('a' + (x - 1) % 26));
     v.pieces.push_back(n % 2 == 0 ? v.space_marker + word : word);
   }
   v.pieces.resize(static_cast<size_t>(size));
   v.scores.resize(v.pieces.size());
-  for (size_t i = 0; i < v.scores.size(); ++i) v.scores[i] = i < 259 ? 0.0f : -static_cast<float>(i);
+  for (size_t i = 0; i < v.scores.size(); ++i)
+    v.scores[i] = i < 259 ? 0.0f : -static_cast<float>(i);
   v.special.assign(v.pieces.size(), 0);
   v.special[0] = v.special[1] = v.special[2] = 1;
   v.bos = 1;
@@ -72,7 +96,8 @@ WeightSource random_weights(const ModelConfig& config, uint64_t seed) {
       std::fill(out.begin(), out.end(), 1.0f);
       return;
     }
-    const uint64_t stream = seed * 1000003ULL + static_cast<uint64_t>(role) * 4099ULL + static_cast<uint64_t>(layer);
+    const uint64_t stream =
+        seed * 1000003ULL + static_cast<uint64_t>(role) * 4099ULL + static_cast<uint64_t>(layer);
     const auto n = static_cast<int64_t>(out.size());
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i += 2) {
@@ -81,7 +106,9 @@ WeightSource random_weights(const ModelConfig& config, uint64_t seed) {
       const double u2 = uniform_draw(stream, static_cast<uint64_t>(i) + 1);
       const double r = 0.02 * std::sqrt(-2.0 * std::log(u1));
       out[static_cast<size_t>(i)] = static_cast<float>(r * std::cos(2.0 * std::numbers::pi * u2));
-      if (i + 1 < n) out[static_cast<size_t>(i + 1)] = static_cast<float>(r * std::sin(2.0 * std::numbers::pi * u2));
+      if (i + 1 < n)
+        out[static_cast<size_t>(i + 1)] =
+            static_cast<float>(r * std::sin(2.0 * std::numbers::pi * u2));
     }
   };
 }

@@ -1,0 +1,144 @@
+// Logits against an independent numpy forward pass (tests/reference/llama_reference.py, run with
+// Debian's /usr/bin/python3), on random-weight models of each architecture, format and dtype.
+// The prompt is fed through a 4-token budget, so it crosses steps and blocks of the paged cache.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/engine_core.h"
+#include "loader/load_model.h"
+#include "loader/model_export.h"
+#include "model/llama_model.h"
+#include "model/presets.h"
+#include "sampling/sampler.h"
+
+namespace pagedllm {
+namespace {
+
+struct Case {
+  const char* preset;
+  bool gguf;
+  DType dtype;
+  // Max |pagedllm - numpy| allowed, relative to max(1, max |logit|). The stored weights are the
+  // same values on both sides, so only f32-vs-f64 arithmetic differs, whatever the dtype.
+  double tolerance;
+};
+
+std::string name_of(const Case& c) {
+  std::string n = std::string(c.preset) + "_" + (c.gguf ? "gguf_" : "hf_") + to_string(c.dtype);
+  for (char& ch : n) {
+    if (ch == '-') ch = '_';
+  }
+  return n;
+}
+
+// Records the logits of the last step.
+class LogitsRecorder : public Model {
+ public:
+  explicit LogitsRecorder(Model& inner) : inner_(inner) {}
+  int vocab_size() const override { return inner_.vocab_size(); }
+  void forward(const ModelInputs& in, std::span<float> logits) override {
+    inner_.forward(in, logits);
+    last.assign(logits.begin(), logits.begin() + vocab_size());
+  }
+  std::vector<float> last;
+
+ private:
+  Model& inner_;
+};
+
+// Random weights with norms perturbed away from 1, so norm weights are really tested.
+WeightSource perturbed(const ModelConfig& c) {
+  WeightSource base = random_weights(c, 11);
+  return [base](WeightRole role, int layer, std::vector<float>& out) {
+    base(role, layer, out);
+    if (role == WeightRole::kAttnNorm || role == WeightRole::kFfnNorm ||
+        role == WeightRole::kFinalNorm || role == WeightRole::kQNorm ||
+        role == WeightRole::kKNorm) {
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = 1.0f + 0.3f * static_cast<float>(std::sin(i * 1.7 + layer));
+    }
+    if (role == WeightRole::kBq || role == WeightRole::kBk || role == WeightRole::kBv) {
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = 0.5f * static_cast<float>(std::cos(i * 0.9 + layer));
+    }
+  };
+}
+
+std::vector<double> numpy_logits(const std::string& model, const std::vector<int32_t>& ids) {
+  std::string cmd =
+      "/usr/bin/python3 " PAGEDLLM_SOURCE_DIR "/tests/reference/llama_reference.py " + model;
+  for (int32_t id : ids) cmd += " " + std::to_string(id);
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  EXPECT_EQ(pclose(pipe), 0) << "numpy reference failed: " << cmd;
+  return nlohmann::json::parse(out).get<std::vector<double>>();
+}
+
+class NumpyReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(NumpyReference, LastPositionLogitsMatch) {
+  const Case& c = GetParam();
+  ExportSpec spec;
+  spec.config = preset_config(c.preset);
+  spec.dtype = c.dtype;
+  spec.source_rope = RopeStyle::kInterleaved;
+  spec.vocab = synthetic_vocab(spec.config.vocab_size);
+  const std::string path =
+      testing::TempDir() + "/ref-" + name_of(GetParam()) + (c.gguf ? ".gguf" : "");
+  if (c.gguf) {
+    export_gguf(spec, perturbed(spec.config), path);
+  } else {
+    export_hf_directory(spec, perturbed(spec.config), path);
+  }
+
+  auto weights = std::make_shared<const ModelWeights>(load_model(path));
+  EngineConfig cfg;
+  cfg.cache.block_size = 4;
+  cfg.cache.num_blocks = 64;
+  cfg.scheduler.max_model_len = 128;
+  cfg.scheduler.max_num_batched_tokens = 4;
+  cfg.scheduler.max_num_seqs = 4;
+  PagedKVCache cache(
+      LlamaModel::kv_cache_spec(weights->config, cfg.cache.num_blocks, cfg.cache.block_size));
+  LlamaModel model(weights, cache, cfg.scheduler.max_num_batched_tokens);
+  LogitsRecorder recorder(model);
+  EngineCore engine(cfg, recorder);
+  const std::vector<int32_t> prompt = {1, 17, 250, 3, 99, 400, 7, 7, 64, 311, 5, 42, 128};
+  SamplingParams p;
+  p.temperature = 0.0f;
+  p.max_tokens = 1;
+  engine.add_request(std::make_unique<Request>("r", prompt, p));
+  while (engine.has_unfinished_requests()) engine.step();
+
+  const std::vector<double> ref = numpy_logits(path, prompt);
+  ASSERT_EQ(ref.size(), recorder.last.size());
+  double max_abs = 1.0, max_diff = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    max_abs = std::max(max_abs, std::fabs(ref[i]));
+    max_diff = std::max(max_diff, std::fabs(ref[i] - recorder.last[i]));
+  }
+  EXPECT_LE(max_diff, c.tolerance * max_abs) << "max |diff| " << max_diff;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    RandomModels, NumpyReference,
+    ::testing::Values(
+        Case{"tiny", true, DType::kF32, 1e-4}, Case{"tiny", true, DType::kF16, 1e-4},
+        Case{"tiny", true, DType::kBF16, 1e-4}, Case{"tiny", true, DType::kQ8_0, 1e-4},
+        Case{"tiny", true, DType::kQ4_0, 1e-4}, Case{"tiny", false, DType::kF32, 1e-4},
+        Case{"tiny", false, DType::kBF16, 1e-4}, Case{"tiny-llama3", true, DType::kBF16, 1e-4},
+        Case{"tiny-llama3", false, DType::kF32, 1e-4}, Case{"tiny-qwen2", true, DType::kF32, 1e-4},
+        Case{"tiny-qwen2", false, DType::kBF16, 1e-4}, Case{"tiny-qwen3", true, DType::kF16, 1e-4},
+        Case{"tiny-qwen3", false, DType::kF32, 1e-4}),
+    [](const auto& info) { return name_of(info.param); });
+
+}  // namespace
+}  // namespace pagedllm
