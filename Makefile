@@ -5,9 +5,11 @@ GENERATOR  ?= Ninja
 SCENARIO   ?= examples/design-notes.json
 MODEL      ?= ../shared/models/stories260K/stories260K.gguf
 PROMPT     ?= Once upon a time
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
 SOURCES     = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)
 
-.PHONY: all deps build test test-sanitize run trace bench format format-check clean
+.PHONY: all deps build test test-sanitize fuzz run trace bench format format-check clean
 
 all: build
 
@@ -38,6 +40,13 @@ run: build
 trace: build
 	./$(BUILD)/pagedllm trace --scenario $(SCENARIO)
 
+# libFuzzer on the model-file parsers for FUZZ_SECONDS each, seeded with real files.
+fuzz: build
+	CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPAGEDLLM_FUZZ=ON -DPAGEDLLM_BUILD_TESTS=OFF -DPAGEDLLM_BUILD_BENCH=OFF -DPAGEDLLM_WERROR=OFF
+	cmake --build $(FUZZ_BUILD) --target fuzz_gguf fuzz_safetensors
+	bash scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 bench: build
 	./$(BUILD)/bench/bench_engine_step --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 
@@ -48,4 +57,4 @@ format-check:
 	clang-format --dry-run --Werror $(SOURCES)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)

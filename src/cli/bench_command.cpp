@@ -69,7 +69,8 @@ struct LatencyOptions {
 };
 
 int run_latency(LatencyOptions& o) {
-  if (o.engine.max_num_batched_tokens < o.prompt_len) o.engine.max_num_batched_tokens = o.prompt_len;
+  if (o.engine.max_num_batched_tokens < o.prompt_len)
+    o.engine.max_num_batched_tokens = o.prompt_len;
   Engine engine(o.engine);
   std::cerr << machine_line(engine) << "\n";
   std::mt19937 rng(1);
@@ -108,7 +109,8 @@ int run_latency(LatencyOptions& o) {
     std::cout << j.dump() << "\n";
   } else {
     std::printf("| test   |            t/s |\n|--------|----------------|\n");
-    if (o.prompt_len > 0) std::printf("| pp%-4d | %8.2f ± %-5.2f|\n", o.prompt_len, p.mean, p.stddev);
+    if (o.prompt_len > 0)
+      std::printf("| pp%-4d | %8.2f ± %-5.2f|\n", o.prompt_len, p.mean, p.stddev);
     if (o.gen_len > 0) std::printf("| tg%-4d | %8.2f ± %-5.2f|\n", o.gen_len, t.mean, t.stddev);
   }
   return 0;
@@ -127,7 +129,8 @@ int run_throughput(ThroughputOptions& o) {
   std::cerr << machine_line(engine) << "\n";
   std::mt19937 rng(2);
   std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < o.num_prompts; ++i) prompts.push_back(random_prompt(rng, o.input_len, engine.vocab_size()));
+  for (int i = 0; i < o.num_prompts; ++i)
+    prompts.push_back(random_prompt(rng, o.input_len, engine.vocab_size()));
   for (const auto& p : prompts) engine.add_request(p, fixed_length(o.output_len));
   ProgressBar bar("bench throughput");
   const auto t0 = Clock::now();
@@ -158,8 +161,10 @@ int run_throughput(ThroughputOptions& o) {
     j["total_tokens_per_s"] = total_s;
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s (%.2f input tokens/s), %.1f s\n",
-                req_s, total_s, out_s, in_tokens / secs, secs);
+    std::printf(
+        "Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s (%.2f input "
+        "tokens/s), %.1f s\n",
+        req_s, total_s, out_s, in_tokens / secs, secs);
   }
   return 0;
 }
@@ -167,25 +172,41 @@ int run_throughput(ThroughputOptions& o) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-  CLI::App* bench = app.add_subcommand("bench", "Benchmarks: latency (pp/tg as llama-bench) and throughput (as vllm bench throughput)");
+  CLI::App* bench = app.add_subcommand(
+      "bench",
+      "Benchmarks: latency (pp/tg as llama-bench) and throughput (as vllm bench throughput)");
   bench->require_subcommand(1);
 
   auto lat = std::make_shared<LatencyOptions>();
-  CLI::App* l = bench->add_subcommand("latency", "Prompt processing (one prompt, empty cache) and generation (batch 1) tokens/s, mean ± stddev over repetitions");
+  CLI::App* l = bench->add_subcommand("latency",
+                                      "Prompt processing (one prompt, empty cache) and generation "
+                                      "(batch 1) tokens/s, mean ± stddev over repetitions");
   add_engine_flags(l, lat->engine);
   l->add_option("-p,--prompt-len", lat->prompt_len, "Prompt tokens for pp")->capture_default_str();
   l->add_option("-n,--gen-len", lat->gen_len, "Generated tokens for tg")->capture_default_str();
-  l->add_option("-r,--reps", lat->reps, "Repetitions")->capture_default_str()->check(CLI::PositiveNumber);
+  l->add_option("-r,--reps", lat->reps, "Repetitions")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   l->add_flag("--json", lat->json, "Print one JSON object (pp_tokens_per_s, tg_tokens_per_s, ...)");
   l->callback([lat, &exit_code] { exit_code = run_latency(*lat); });
 
   auto thr = std::make_shared<ThroughputOptions>();
-  CLI::App* t = bench->add_subcommand("throughput", "Offline throughput of N random distinct prompts through continuous batching (EOS ignored)");
+  CLI::App* t = bench->add_subcommand(
+      "throughput",
+      "Offline throughput of N random distinct prompts through continuous batching (EOS ignored)");
   add_engine_flags(t, thr->engine);
-  t->add_option("--num-prompts", thr->num_prompts, "Requests")->capture_default_str()->check(CLI::PositiveNumber);
-  t->add_option("--input-len", thr->input_len, "Prompt tokens per request")->capture_default_str()->check(CLI::PositiveNumber);
-  t->add_option("--output-len", thr->output_len, "Generated tokens per request")->capture_default_str()->check(CLI::PositiveNumber);
-  t->add_flag("--json", thr->json, "Print one JSON object (requests_per_s, output_tokens_per_s, total_tokens_per_s, ...)");
+  t->add_option("--num-prompts", thr->num_prompts, "Requests")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  t->add_option("--input-len", thr->input_len, "Prompt tokens per request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  t->add_option("--output-len", thr->output_len, "Generated tokens per request")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  t->add_flag(
+      "--json", thr->json,
+      "Print one JSON object (requests_per_s, output_tokens_per_s, total_tokens_per_s, ...)");
   t->callback([thr, &exit_code] { exit_code = run_throughput(*thr); });
 }
 

@@ -22,11 +22,14 @@ struct MakeModelOptions {
 };
 
 DType parse_dtype(const std::string& s) {
-  static const std::map<std::string, DType> names = {{"f32", DType::kF32}, {"f16", DType::kF16},
-                                                     {"bf16", DType::kBF16}, {"q8_0", DType::kQ8_0},
+  static const std::map<std::string, DType> names = {{"f32", DType::kF32},
+                                                     {"f16", DType::kF16},
+                                                     {"bf16", DType::kBF16},
+                                                     {"q8_0", DType::kQ8_0},
                                                      {"q4_0", DType::kQ4_0}};
   auto it = names.find(s);
-  if (it == names.end()) throw std::invalid_argument("unknown --dtype '" + s + "' (f32, f16, bf16, q8_0, q4_0)");
+  if (it == names.end())
+    throw std::invalid_argument("unknown --dtype '" + s + "' (f32, f16, bf16, q8_0, q4_0)");
   return it->second;
 }
 
@@ -42,7 +45,8 @@ int run(const MakeModelOptions& o) {
   ExportSpec spec;
   spec.config = preset_config(o.preset);
   spec.dtype = parse_dtype(o.dtype);
-  spec.source_rope = spec.config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
+  spec.source_rope =
+      spec.config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
   spec.name = o.preset;
   const WeightSource source = random_weights(spec.config, o.seed);
   ProgressBar bar("writing " + o.out);
@@ -65,10 +69,12 @@ int run(const MakeModelOptions& o) {
 void add_make_model_command(CLI::App& app, int& exit_code) {
   auto o = std::make_shared<MakeModelOptions>();
   CLI::App* cmd = app.add_subcommand(
-      "make-model", "Write a model of a real shape with random weights (std 0.02, norms 1), for "
-                    "benchmarks; GGUF files use llama.cpp's tensor names and metadata keys");
+      "make-model",
+      "Write a model of a real shape with random weights (std 0.02, norms 1), for "
+      "benchmarks; GGUF files use llama.cpp's tensor names and metadata keys");
   cmd->add_option("--preset", o->preset, "llama-110m, llama-1b, qwen2-0.5b or tiny")->required();
-  cmd->add_option("--dtype", o->dtype, "Weight type: f32, f16, bf16, q8_0 or q4_0")->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "Weight type: f32, f16, bf16, q8_0 or q4_0")
+      ->capture_default_str();
   cmd->add_option("--format", o->format, "gguf (one file) or safetensors (an HF directory)")
       ->capture_default_str();
   cmd->add_option("--tokenizer", o->tokenizer,

@@ -175,7 +175,9 @@ bool GGUFFile::has_magic(const std::string& path) {
   return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
-GGUFFile::GGUFFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
+GGUFFile::GGUFFile(const std::string& path) : GGUFFile(std::make_shared<MappedFile>(path)) {}
+
+GGUFFile::GGUFFile(std::shared_ptr<MappedFile> file) : file_(std::move(file)) {
   Reader r(*file_);
   const auto magic = r.read<uint32_t>("magic");
   if (std::memcmp(&magic, "GGUF", 4) != 0) r.fail("wrong magic (not a GGUF file)");

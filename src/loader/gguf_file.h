@@ -56,6 +56,7 @@ struct GGUFTensor {
 class GGUFFile {
  public:
   explicit GGUFFile(const std::string& path);
+  explicit GGUFFile(std::shared_ptr<MappedFile> file);
 
   const std::string& path() const { return file_->path(); }
   uint32_t version() const { return version_; }

@@ -29,8 +29,14 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   data_ = static_cast<const uint8_t*>(p);
 }
 
+MappedFile::MappedFile(std::string name, std::vector<uint8_t> bytes)
+    : path_(std::move(name)), owned_(std::move(bytes)) {
+  data_ = owned_.data();
+  size_ = owned_.size();
+}
+
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ && owned_.empty()) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace pagedllm

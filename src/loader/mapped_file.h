@@ -7,6 +7,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace pagedllm {
 
@@ -19,6 +20,8 @@ class ModelLoadError : public std::runtime_error {
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path);
+  // Bytes already in memory under a display name (fuzzers, tests): same interface, no file.
+  MappedFile(std::string name, std::vector<uint8_t> bytes);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
@@ -32,6 +35,7 @@ class MappedFile {
   std::string path_;
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  std::vector<uint8_t> owned_;
 };
 
 }  // namespace pagedllm

@@ -26,7 +26,10 @@ size_t element_size(const std::string& d) {
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::string& path)
-    : file_(std::make_shared<MappedFile>(path)) {
+    : SafetensorsFile(std::make_shared<MappedFile>(path)) {}
+
+SafetensorsFile::SafetensorsFile(std::shared_ptr<MappedFile> file) : file_(std::move(file)) {
+  const std::string& path = file_->path();
   auto fail = [&](const std::string& what) {
     throw ModelLoadError(path + ": invalid safetensors: " + what);
   };

@@ -25,6 +25,7 @@ struct SafetensorsTensor {
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);
+  explicit SafetensorsFile(std::shared_ptr<MappedFile> file);
   const std::string& path() const { return file_->path(); }
   const SafetensorsTensor* find(const std::string& name) const;
   const std::map<std::string, SafetensorsTensor>& tensors() const { return tensors_; }

@@ -7,7 +7,8 @@
 namespace pagedllm {
 
 ProgressBar::ProgressBar(std::string label)
-    : label_(std::move(label)), enabled_(isatty(STDERR_FILENO) != 0),
+    : label_(std::move(label)),
+      enabled_(isatty(STDERR_FILENO) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
 ProgressBar::~ProgressBar() {

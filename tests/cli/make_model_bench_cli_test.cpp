@@ -20,7 +20,8 @@ TEST(MakeModelCli, WritesLoadableFilesWithLlamaCppNames) {
   for (const char* dtype : {"f32", "bf16", "q8_0", "q4_0"}) {
     SCOPED_TRACE(dtype);
     const std::string path = testing::TempDir() + "/tiny-" + dtype + ".gguf";
-    const auto r = run_cli(std::string("make-model --preset tiny --dtype ") + dtype + " --out " + path);
+    const auto r =
+        run_cli(std::string("make-model --preset tiny --dtype ") + dtype + " --out " + path);
     ASSERT_EQ(r.code, 0) << r.err;
     const GGUFFile g(path);
     EXPECT_EQ(g.get_string("general.architecture"), "llama");
@@ -30,19 +31,24 @@ TEST(MakeModelCli, WritesLoadableFilesWithLlamaCppNames) {
     EXPECT_EQ(g.tensor("blk.0.attn_q.weight")->dims, (std::vector<int64_t>{64, 64}));
     const ModelWeights w = load_model(path);
     EXPECT_EQ(w.config.vocab_size, 512);
-    const auto gen = run_cli("generate --model " + path + " --prompt \"abc\" --max-tokens 4 --temperature 0 --json --ignore-eos");
+    const auto gen =
+        run_cli("generate --model " + path +
+                " --prompt \"abc\" --max-tokens 4 --temperature 0 --json --ignore-eos");
     ASSERT_EQ(gen.code, 0) << gen.err;
     EXPECT_EQ(json::parse(gen.out)["token_ids"].size(), 4u);
   }
   const std::string hf = testing::TempDir() + "/tiny-hf";
-  ASSERT_EQ(run_cli("make-model --preset tiny --dtype bf16 --format safetensors --out " + hf).code, 0);
+  ASSERT_EQ(run_cli("make-model --preset tiny --dtype bf16 --format safetensors --out " + hf).code,
+            0);
   EXPECT_EQ(load_model(hf).layers[0].wq.dtype, DType::kBF16);
   EXPECT_NE(run_cli("make-model --preset nope --out /tmp/x.gguf").code, 0);
-  EXPECT_NE(run_cli("make-model --preset tiny --dtype q4_0 --format safetensors --out " + hf).code, 0);
+  EXPECT_NE(run_cli("make-model --preset tiny --dtype q4_0 --format safetensors --out " + hf).code,
+            0);
 }
 
 TEST(MakeModelCli, RandomWeightsAreReproducibleFromTheSeed) {
-  const std::string a = testing::TempDir() + "/seed-a.gguf", b = testing::TempDir() + "/seed-b.gguf";
+  const std::string a = testing::TempDir() + "/seed-a.gguf",
+                    b = testing::TempDir() + "/seed-b.gguf";
   ASSERT_EQ(run_cli("make-model --preset tiny --seed 3 --out " + a).code, 0);
   ASSERT_EQ(run_cli("make-model --preset tiny --seed 3 --out " + b).code, 0);
   const GGUFFile fa(a), fb(b);
@@ -61,7 +67,8 @@ TEST(BenchCli, LatencyAndThroughputReportJson) {
   EXPECT_GT(j["pp_tokens_per_s"].get<double>(), 0.0);
   EXPECT_GT(j["tg_tokens_per_s"].get<double>(), 0.0);
   EXPECT_NE(r.err.find("threads="), std::string::npos);
-  r = run_cli("bench throughput --model " + path + " --num-prompts 8 --input-len 16 --output-len 8 --json");
+  r = run_cli("bench throughput --model " + path +
+              " --num-prompts 8 --input-len 16 --output-len 8 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   j = json::parse(r.out);
   EXPECT_GT(j["requests_per_s"].get<double>(), 0.0);
