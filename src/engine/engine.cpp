@@ -14,6 +14,7 @@
 
 #include "engine/engine_core.h"
 #include "kernels/kv_cache.h"
+#include "loader/hf_cache.h"
 #include "loader/load_model.h"
 #include "model/llama_model.h"
 #include "tokenizer/incremental_detokenizer.h"
@@ -60,7 +61,8 @@ struct Engine::Impl {
   int threads = 1;
 
   explicit Impl(const EngineOptions& o) : options(o) {
-    weights = std::make_shared<const ModelWeights>(load_model(o.model));
+    options.model = resolve_model_path(o.model);
+    weights = std::make_shared<const ModelWeights>(load_model(options.model));
     const ModelConfig& mc = weights->config;
     threads = o.threads > 0 ? o.threads : physical_cores();
     omp_set_num_threads(threads);
@@ -87,7 +89,7 @@ struct Engine::Impl {
       c.num_blocks = std::min(c.num_blocks, s.max_num_seqs * config.max_num_blocks_per_req() + 1);
     }
     config.validate();
-    tokenizer = load_tokenizer(o.model, o.tokenizer, mc.vocab_size);
+    tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
     kv_cache =
         std::make_unique<PagedKVCache>(LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size));
     model = std::make_unique<LlamaModel>(weights, *kv_cache, s.max_num_batched_tokens);
