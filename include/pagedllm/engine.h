@@ -27,6 +27,8 @@ struct EngineOptions {
   int max_num_seqs = 256;
   int num_blocks = 0;                // 0: from kv_cache_memory_gib
   double kv_cache_memory_gib = 4.0;  // the counterpart of VLLM_CPU_KVCACHE_SPACE
+  // "auto" (bf16 for bf16/f16 weights, else f32), "f32" or "bf16".
+  std::string kv_cache_dtype = "auto";
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
   int threads = 0;  // 0: the physical cores

@@ -27,6 +27,10 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
                   "max-num-seqs full-length sequences need")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                  "KV-cache element type: auto (bf16 for bf16/f16 weights, else f32), f32, bf16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "f32", "bf16", "float32", "bfloat16"}));
   cmd->add_flag("!--no-prefix-caching", o.enable_prefix_caching,
                 "Disable prefix caching (reuse of KV blocks across shared prompt prefixes)");
   cmd->add_flag("!--no-chunked-prefill", o.enable_chunked_prefill,

@@ -59,6 +59,16 @@ struct Engine::Impl {
   std::vector<RequestOutput> aborted;
   int64_t next_id = 0;
   int threads = 1;
+  DType kv_dtype = DType::kF32;
+
+  static DType resolve_kv_dtype(const std::string& name, DType weights) {
+    if (name == "f32" || name == "float32") return DType::kF32;
+    if (name == "bf16" || name == "bfloat16") return DType::kBF16;
+    if (name == "auto") {
+      return weights == DType::kBF16 || weights == DType::kF16 ? DType::kBF16 : DType::kF32;
+    }
+    throw ConfigError("kv_cache_dtype must be auto, f32 or bf16, got '" + name + "'");
+  }
 
   explicit Impl(const EngineOptions& o) : options(o) {
     options.model = resolve_model_path(o.model);
@@ -78,20 +88,24 @@ struct Engine::Impl {
     s.enable_chunked_prefill = o.enable_chunked_prefill;
     if (!s.enable_chunked_prefill)
       s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_model_len);
+    const DType weight_dtype =
+        weights->layers.empty() ? DType::kF32 : weights->layers[0].w_up.dtype;
+    kv_dtype = resolve_kv_dtype(o.kv_cache_dtype, weight_dtype);
     auto& c = config.cache;
     c.block_size = o.block_size;
     c.enable_prefix_caching = o.enable_prefix_caching;
     c.num_blocks = o.num_blocks;
     if (c.num_blocks <= 0) {
       c.kv_cache_memory_bytes = static_cast<int64_t>(o.kv_cache_memory_gib * (1LL << 30));
-      c.resolve_num_blocks(LlamaModel::kv_cache_spec(mc, 1, c.block_size).bytes_per_block());
+      c.resolve_num_blocks(
+          LlamaModel::kv_cache_spec(mc, 1, c.block_size, kv_dtype).bytes_per_block());
       // No point holding more than every sequence at full length, plus the null block.
       c.num_blocks = std::min(c.num_blocks, s.max_num_seqs * config.max_num_blocks_per_req() + 1);
     }
     config.validate();
     tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
-    kv_cache =
-        std::make_unique<PagedKVCache>(LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size));
+    kv_cache = std::make_unique<PagedKVCache>(
+        LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size, kv_dtype));
     model = std::make_unique<LlamaModel>(weights, *kv_cache, s.max_num_batched_tokens);
     core = std::make_unique<EngineCore>(config, *model);
   }
@@ -241,11 +255,13 @@ std::string Engine::describe() const {
      << " threads=" << impl_->threads << " kv_blocks=" << c.cache.num_blocks - 1 << "x"
      << c.cache.block_size << " tokens (" << std::fixed;
   os.precision(1);
-  os << static_cast<double>(LlamaModel::kv_cache_spec(mc, c.cache.num_blocks, c.cache.block_size)
-                                .bytes_per_block() *
-                            c.cache.num_blocks) /
+  os << static_cast<double>(
+            LlamaModel::kv_cache_spec(mc, c.cache.num_blocks, c.cache.block_size, impl_->kv_dtype)
+                .bytes_per_block() *
+            c.cache.num_blocks) /
             (1 << 20)
-     << " MiB f32) max_model_len=" << c.scheduler.max_model_len
+     << " MiB " << (impl_->kv_dtype == DType::kBF16 ? "bf16" : "f32")
+     << ") max_model_len=" << c.scheduler.max_model_len
      << " max_num_batched_tokens=" << c.scheduler.max_num_batched_tokens
      << " max_num_seqs=" << c.scheduler.max_num_seqs
      << " prefix_caching=" << (c.cache.enable_prefix_caching ? "on" : "off")

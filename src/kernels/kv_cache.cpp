@@ -6,17 +6,21 @@
 namespace pagedllm {
 
 PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
-  if (spec.head_size % KVCacheSpec::kX != 0) {
-    throw std::invalid_argument("head_size must be a multiple of " +
-                                std::to_string(KVCacheSpec::kX) + " for the paged KV layout");
+  if (spec.dtype != DType::kF32 && spec.dtype != DType::kBF16) {
+    throw std::invalid_argument("KV cache dtype must be f32 or bf16");
   }
-  storage_ = std::make_unique_for_overwrite<float[]>(
-      static_cast<size_t>(2 * spec.num_layers * spec.floats_per_layer()));
+  if (spec.head_size % spec.x() != 0) {
+    throw std::invalid_argument("head_size must be a multiple of " + std::to_string(spec.x()) +
+                                " for the paged KV layout");
+  }
+  storage_ = std::make_unique_for_overwrite<uint8_t[]>(
+      static_cast<size_t>(2 * spec.num_layers * spec.elements_per_layer() * spec.element_size()));
 }
 
 KVCacheLayer PagedKVCache::layer(int l) {
-  float* base = storage_.get() + static_cast<size_t>(2 * l * spec_.floats_per_layer());
-  return KVCacheLayer{base, base + spec_.floats_per_layer(), spec_};
+  const auto layer_bytes = static_cast<size_t>(spec_.elements_per_layer() * spec_.element_size());
+  uint8_t* base = storage_.get() + 2 * static_cast<size_t>(l) * layer_bytes;
+  return KVCacheLayer{base, base + layer_bytes, spec_};
 }
 
 }  // namespace pagedllm

@@ -1,13 +1,15 @@
 // The paged KV cache storage, in vLLM's paged_attention_v1 layout (x = 16 bytes / element):
 //   key_cache   [num_blocks, num_kv_heads, head_size / x, block_size, x]
 //   value_cache [num_blocks, num_kv_heads, head_size, block_size]
-// Slot s lives in block s / block_size at offset s % block_size. Block 0 is never written
-// with real data (it is the null block).
+// Elements are f32 or bf16. Slot s lives in block s / block_size at offset s % block_size.
+// Block 0 is never written with real data (it is the null block).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+
+#include "loader/tensor.h"
 
 namespace pagedllm {
 
@@ -17,25 +19,27 @@ struct KVCacheSpec {
   int block_size = 16;
   int num_kv_heads = 0;
   int head_size = 0;
+  DType dtype = DType::kF32;  // kF32 or kBF16
 
-  static constexpr int kX = 16 / sizeof(float);
+  int element_size() const { return dtype == DType::kF32 ? 4 : 2; }
+  int x() const { return 16 / element_size(); }
   // K and V of every layer for one block, in bytes.
   int64_t bytes_per_block() const {
-    return 2LL * num_layers * num_kv_heads * head_size * block_size * int64_t{sizeof(float)};
+    return 2LL * num_layers * num_kv_heads * head_size * block_size * element_size();
   }
-  int64_t floats_per_layer() const {
+  int64_t elements_per_layer() const {
     return int64_t{num_blocks} * num_kv_heads * head_size * block_size;
   }
 };
 
-// One layer's caches with index helpers for the layout above.
+// One layer's caches with index helpers for the layout above (indices in elements).
 struct KVCacheLayer {
-  float* key = nullptr;
-  float* value = nullptr;
+  void* key = nullptr;
+  void* value = nullptr;
   KVCacheSpec spec;
 
   size_t key_index(int64_t block, int head, int d, int offset) const {
-    const int x = KVCacheSpec::kX;
+    const int x = spec.x();
     return static_cast<size_t>(
         (((block * spec.num_kv_heads + head) * (spec.head_size / x) + d / x) * spec.block_size +
          offset) *
@@ -50,6 +54,7 @@ struct KVCacheLayer {
 
 class PagedKVCache {
  public:
+  // Throws std::invalid_argument for an unsupported dtype or head size.
   explicit PagedKVCache(const KVCacheSpec& spec);
   const KVCacheSpec& spec() const { return spec_; }
   KVCacheLayer layer(int l);
@@ -57,7 +62,7 @@ class PagedKVCache {
  private:
   KVCacheSpec spec_;
   // Left uninitialized: untouched pages cost no memory, and attention only reads written slots.
-  std::unique_ptr<float[]> storage_;
+  std::unique_ptr<uint8_t[]> storage_;
 };
 
 }  // namespace pagedllm

@@ -31,8 +31,8 @@ bool looks_like_repo_id(const std::string& s) {
 
 std::string resolve_model_path(const std::string& model) {
   if (fs::exists(model) || !looks_like_repo_id(model)) return model;
-  const std::string folder = "models--" + model.substr(0, model.find('/')) + "--" +
-                             model.substr(model.find('/') + 1);
+  const std::string folder =
+      "models--" + model.substr(0, model.find('/')) + "--" + model.substr(model.find('/') + 1);
   const fs::path repo = hub_dir() / folder;
   if (!fs::is_directory(repo / "snapshots")) {
     throw ModelLoadError(model + ": not a file, and not in the Hugging Face cache (" +

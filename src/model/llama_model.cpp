@@ -9,8 +9,9 @@
 
 namespace pagedllm {
 
-KVCacheSpec LlamaModel::kv_cache_spec(const ModelConfig& c, int num_blocks, int block_size) {
-  return KVCacheSpec{c.n_layers, num_blocks, block_size, c.n_kv_heads, c.head_dim};
+KVCacheSpec LlamaModel::kv_cache_spec(const ModelConfig& c, int num_blocks, int block_size,
+                                      DType dtype) {
+  return KVCacheSpec{c.n_layers, num_blocks, block_size, c.n_kv_heads, c.head_dim, dtype};
 }
 
 LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache,

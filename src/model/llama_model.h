@@ -23,7 +23,8 @@ class LlamaModel : public Model {
   const ModelConfig& config() const { return weights_->config; }
 
   // The KV geometry this model needs, for sizing the cache before the model is built.
-  static KVCacheSpec kv_cache_spec(const ModelConfig& config, int num_blocks, int block_size);
+  static KVCacheSpec kv_cache_spec(const ModelConfig& config, int num_blocks, int block_size,
+                                   DType dtype = DType::kF32);
 
  private:
   void embed(std::span<const int32_t> ids, float* out) const;

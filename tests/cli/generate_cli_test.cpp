@@ -78,6 +78,18 @@ TEST(GenerateCli, StopTokenEndsTheRequestAndIsIncludedInTokenIds) {
   EXPECT_EQ(out["token_ids"], json::array({403, 407, 261, 378, 432}));
 }
 
+TEST(GenerateCli, Bf16KvCacheKeepsTheGreedyStoryOnTrack) {
+  const json e = expected("stories260K");
+  const auto r =
+      run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+              " --kv-cache-dtype bf16 --prompt-ids 1 --temperature 0 --max-tokens 20 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("MiB bf16"), std::string::npos) << r.err;
+  const auto ids = json_lines(r.out)[0]["token_ids"];
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(ids[i], e["greedy_ids"][i]) << i;
+  EXPECT_NE(run_cli("generate --model x --kv-cache-dtype f8").code, 0);
+}
+
 TEST(GenerateCli, SameSeedSameTextAcrossRuns) {
   const std::string cmd = "generate --model " + test::model_path("stories260K/stories260K.gguf") +
                           " --prompt \"Once upon a time\" --temperature 0.9 --top-p 0.9 --seed 7 "

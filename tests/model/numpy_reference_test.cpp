@@ -24,12 +24,16 @@ struct Case {
   bool gguf;
   DType dtype;
   // Max |pagedllm - numpy| allowed, relative to max(1, max |logit|). The stored weights are the
-  // same values on both sides, so only f32-vs-f64 arithmetic differs, whatever the dtype.
+  // same values on both sides, so with an f32 KV cache only f32-vs-f64 arithmetic differs,
+  // whatever the weight dtype (1e-4). A bf16 KV cache rounds K and V to 8 bits of mantissa
+  // (3e-2).
   double tolerance;
+  DType kv_dtype = DType::kF32;
 };
 
 std::string name_of(const Case& c) {
-  std::string n = std::string(c.preset) + "_" + (c.gguf ? "gguf_" : "hf_") + to_string(c.dtype);
+  std::string n = std::string(c.preset) + "_" + (c.gguf ? "gguf_" : "hf_") + to_string(c.dtype) +
+                  (c.kv_dtype == DType::kBF16 ? "_kv_bf16" : "");
   for (char& ch : n) {
     if (ch == '-') ch = '_';
   }
@@ -106,8 +110,8 @@ TEST_P(NumpyReference, LastPositionLogitsMatch) {
   cfg.scheduler.max_model_len = 128;
   cfg.scheduler.max_num_batched_tokens = 4;
   cfg.scheduler.max_num_seqs = 4;
-  PagedKVCache cache(
-      LlamaModel::kv_cache_spec(weights->config, cfg.cache.num_blocks, cfg.cache.block_size));
+  PagedKVCache cache(LlamaModel::kv_cache_spec(weights->config, cfg.cache.num_blocks,
+                                               cfg.cache.block_size, c.kv_dtype));
   LlamaModel model(weights, cache, cfg.scheduler.max_num_batched_tokens);
   LogitsRecorder recorder(model);
   EngineCore engine(cfg, recorder);
@@ -137,7 +141,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny", false, DType::kBF16, 1e-4}, Case{"tiny-llama3", true, DType::kBF16, 1e-4},
         Case{"tiny-llama3", false, DType::kF32, 1e-4}, Case{"tiny-qwen2", true, DType::kF32, 1e-4},
         Case{"tiny-qwen2", false, DType::kBF16, 1e-4}, Case{"tiny-qwen3", true, DType::kF16, 1e-4},
-        Case{"tiny-qwen3", false, DType::kF32, 1e-4}),
+        Case{"tiny-qwen3", false, DType::kF32, 1e-4},
+        Case{"tiny", true, DType::kF32, 3e-2, DType::kBF16},
+        Case{"tiny-qwen2", false, DType::kBF16, 3e-2, DType::kBF16}),
     [](const auto& info) { return name_of(info.param); });
 
 }  // namespace

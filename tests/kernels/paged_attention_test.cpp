@@ -1,0 +1,98 @@
+#include "kernels/cpu/paged_attention.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace pagedllm {
+namespace {
+
+// Plain attention over contiguous K/V for one head, as the reference.
+std::vector<float> dense_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                   const std::vector<float>& v, int len, int D) {
+  std::vector<double> scores(static_cast<size_t>(len));
+  double max = -1e300;
+  for (int j = 0; j < len; ++j) {
+    double s = 0;
+    for (int d = 0; d < D; ++d) s += q[static_cast<size_t>(d)] * k[static_cast<size_t>(j * D + d)];
+    scores[static_cast<size_t>(j)] = s / std::sqrt(static_cast<double>(D));
+    max = std::max(max, scores[static_cast<size_t>(j)]);
+  }
+  double sum = 0;
+  for (double& s : scores) sum += s = std::exp(s - max);
+  std::vector<float> out(static_cast<size_t>(D), 0.0f);
+  for (int j = 0; j < len; ++j) {
+    for (int d = 0; d < D; ++d) {
+      out[static_cast<size_t>(d)] += static_cast<float>(scores[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * D + d)]);
+    }
+  }
+  return out;
+}
+
+class PagedAttention : public ::testing::TestWithParam<DType> {};
+
+// One request, one kv head, scattered blocks: the paged kernel equals dense attention over
+// positions 0..p for every query position p; bf16 storage within bf16 rounding.
+TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
+  const int D = 16, block = 4, len = 23;
+  KVCacheSpec spec{1, 16, block, 1, D, GetParam()};
+  PagedKVCache cache(spec);
+  const std::vector<int32_t> blocks = {9, 3, 14, 1, 7, 11};  // logical -> physical
+  std::mt19937 rng(5);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(len * D)), k(q.size()), v(q.size());
+  for (auto* t : {&q, &k, &v}) {
+    for (float& x : *t) x = n(rng);
+  }
+  std::vector<int64_t> slots;
+  std::vector<int32_t> positions;
+  for (int p = 0; p < len; ++p) {
+    slots.push_back(int64_t{blocks[static_cast<size_t>(p / block)]} * block + p % block);
+    positions.push_back(p);
+  }
+  slots.push_back(-1);  // a padding token writes nowhere
+  std::vector<float> k_pad = k, v_pad = v;
+  k_pad.resize(k.size() + D, 1e9f);
+  v_pad.resize(v.size() + D, 1e9f);
+  cpu::reshape_and_cache(k_pad.data(), v_pad.data(), slots, cache.layer(0));
+  const std::vector<int32_t> qsl = {0, len};
+  std::vector<float> out(q.size());
+  cpu::AttentionBatch batch{1, qsl, positions, blocks, static_cast<int>(blocks.size())};
+  cpu::paged_attention(q.data(), 1, batch, cache.layer(0), out.data());
+  const double tol = GetParam() == DType::kBF16 ? 2e-2 : 1e-5;
+  for (int p = 0; p < len; ++p) {
+    const std::vector<float> qp(q.begin() + p * D, q.begin() + (p + 1) * D);
+    const auto ref = dense_attention(qp, k, v, p + 1, D);
+    for (int d = 0; d < D; ++d) {
+      EXPECT_NEAR(out[static_cast<size_t>(p * D + d)], ref[static_cast<size_t>(d)], tol) << "position " << p;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KvDtypes, PagedAttention, ::testing::Values(DType::kF32, DType::kBF16),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
+TEST(PagedAttention, GroupedQueryHeadsReadTheirSharedKvHead) {
+  const int D = 8, block = 2;
+  KVCacheSpec spec{1, 4, block, 2, D, DType::kF32};  // 2 kv heads
+  PagedKVCache cache(spec);
+  // One token at position 0: attention over one key returns its value exactly.
+  std::vector<float> k(2 * D, 0.5f), v(2 * D);
+  for (int i = 0; i < 2 * D; ++i) v[static_cast<size_t>(i)] = i < D ? 1.0f : 2.0f;
+  const std::vector<int64_t> slots = {2};
+  cpu::reshape_and_cache(k.data(), v.data(), slots, cache.layer(0));
+  std::vector<float> q(4 * D, 0.1f), out(4 * D);
+  const std::vector<int32_t> qsl = {0, 1}, pos = {0}, table = {1};
+  cpu::AttentionBatch batch{1, qsl, pos, table, 1};
+  cpu::paged_attention(q.data(), 4, batch, cache.layer(0), out.data());
+  // Query heads 0, 1 share kv head 0; heads 2, 3 share kv head 1.
+  EXPECT_FLOAT_EQ(out[0], 1.0f);
+  EXPECT_FLOAT_EQ(out[static_cast<size_t>(D)], 1.0f);
+  EXPECT_FLOAT_EQ(out[static_cast<size_t>(2 * D)], 2.0f);
+  EXPECT_FLOAT_EQ(out[static_cast<size_t>(3 * D)], 2.0f);
+}
+
+}  // namespace
+}  // namespace pagedllm
