@@ -25,7 +25,8 @@ std::vector<float> dense_attention(const std::vector<float>& q, const std::vecto
   std::vector<float> out(static_cast<size_t>(D), 0.0f);
   for (int j = 0; j < len; ++j) {
     for (int d = 0; d < D; ++d) {
-      out[static_cast<size_t>(d)] += static_cast<float>(scores[static_cast<size_t>(j)] / sum * v[static_cast<size_t>(j * D + d)]);
+      out[static_cast<size_t>(d)] += static_cast<float>(scores[static_cast<size_t>(j)] / sum *
+                                                        v[static_cast<size_t>(j * D + d)]);
     }
   }
   return out;
@@ -66,7 +67,8 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
     const std::vector<float> qp(q.begin() + p * D, q.begin() + (p + 1) * D);
     const auto ref = dense_attention(qp, k, v, p + 1, D);
     for (int d = 0; d < D; ++d) {
-      EXPECT_NEAR(out[static_cast<size_t>(p * D + d)], ref[static_cast<size_t>(d)], tol) << "position " << p;
+      EXPECT_NEAR(out[static_cast<size_t>(p * D + d)], ref[static_cast<size_t>(d)], tol)
+          << "position " << p;
     }
   }
 }
