@@ -1,5 +1,6 @@
 #include "model/llama_model.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "kernels/cpu/dequant.h"
@@ -23,6 +24,12 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
       spec.head_size != c.head_dim) {
     throw std::invalid_argument("KV cache geometry does not match the model");
   }
+  for (const LayerWeights& lw : weights_->layers) {
+    linears_.push_back(LayerLinears{LinearLayer({&lw.wq, &lw.wk, &lw.wv}, {lw.bq, lw.bk, lw.bv}),
+                                    LinearLayer({&lw.wo}), LinearLayer({&lw.w_gate, &lw.w_up}),
+                                    LinearLayer({&lw.w_down})});
+  }
+  output_ = LinearLayer({&weights_->output});
   inv_freq_ = cpu::rope_inverse_frequencies(c);
   if (weights_->rope_freq_factors) {
     for (size_t i = 0; i < inv_freq_.size(); ++i) inv_freq_[i] /= weights_->rope_freq_factors[i];
@@ -30,12 +37,13 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
   const auto t = static_cast<size_t>(max_tokens);
   x_.resize(t * c.dim);
   xb_.resize(t * std::max(c.dim, c.q_dim()));
+  qkv_.resize(t * (c.q_dim() + 2 * c.kv_dim()));
   q_.resize(t * c.q_dim());
   k_.resize(t * c.kv_dim());
   v_.resize(t * c.kv_dim());
   attn_.resize(t * c.q_dim());
+  gate_up_.resize(t * 2 * c.hidden_dim);
   gate_.resize(t * c.hidden_dim);
-  up_.resize(t * c.hidden_dim);
 }
 
 void LlamaModel::embed(std::span<const int32_t> ids, float* out) const {
@@ -52,9 +60,15 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
   const ModelConfig& c = weights_->config;
   const LayerWeights& w = weights_->layers[static_cast<size_t>(layer)];
   cpu::rms_norm(x_.data(), w.attn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
-  cpu::linear(xb_.data(), tokens, w.wq, q_.data(), w.bq);
-  cpu::linear(xb_.data(), tokens, w.wk, k_.data(), w.bk);
-  cpu::linear(xb_.data(), tokens, w.wv, v_.data(), w.bv);
+  const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
+  lin.qkv.apply(xb_.data(), tokens, qkv_.data());
+  const int qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd;
+  for (int t = 0; t < tokens; ++t) {
+    const float* row = qkv_.data() + static_cast<size_t>(t) * width;
+    std::copy_n(row, qd, q_.data() + static_cast<size_t>(t) * qd);
+    std::copy_n(row + qd, kvd, k_.data() + static_cast<size_t>(t) * kvd);
+    std::copy_n(row + qd + kvd, kvd, v_.data() + static_cast<size_t>(t) * kvd);
+  }
   if (w.q_norm) {
     cpu::rms_norm(q_.data(), w.q_norm, q_.data(), tokens * c.n_heads, c.head_dim, c.norm_eps);
     cpu::rms_norm(k_.data(), w.k_norm, k_.data(), tokens * c.n_kv_heads, c.head_dim, c.norm_eps);
@@ -70,7 +84,7 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
   cpu::AttentionBatch batch{in.num_reqs, in.query_start_loc_view(), positions, in.block_table,
                             in.max_blocks_per_req};
   cpu::paged_attention(q_.data(), c.n_heads, batch, cache, attn_.data());
-  cpu::linear(attn_.data(), tokens, w.wo, xb_.data());
+  lin.o.apply(attn_.data(), tokens, xb_.data());
   cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);
 }
 
@@ -78,10 +92,16 @@ void LlamaModel::mlp_block(int layer, int tokens) {
   const ModelConfig& c = weights_->config;
   const LayerWeights& w = weights_->layers[static_cast<size_t>(layer)];
   cpu::rms_norm(x_.data(), w.ffn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
-  cpu::linear(xb_.data(), tokens, w.w_gate, gate_.data());
-  cpu::linear(xb_.data(), tokens, w.w_up, up_.data());
-  cpu::silu_mul(gate_.data(), up_.data(), static_cast<int64_t>(tokens) * c.hidden_dim);
-  cpu::linear(gate_.data(), tokens, w.w_down, xb_.data());
+  const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
+  lin.gate_up.apply(xb_.data(), tokens, gate_up_.data());
+  const int h = c.hidden_dim;
+  for (int t = 0; t < tokens; ++t) {
+    const float* row = gate_up_.data() + static_cast<size_t>(t) * 2 * h;
+    float* out = gate_.data() + static_cast<size_t>(t) * h;
+    std::copy_n(row, h, out);
+    cpu::silu_mul(out, row + h, h);
+  }
+  lin.down.apply(gate_.data(), tokens, xb_.data());
   cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);
 }
 
@@ -103,7 +123,7 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
     std::copy(src, src + c.dim, last_.data() + static_cast<size_t>(r) * c.dim);
   }
   cpu::rms_norm(last_.data(), weights_->final_norm, last_.data(), in.num_reqs, c.dim, c.norm_eps);
-  cpu::linear(last_.data(), in.num_reqs, weights_->output, logits.data());
+  output_.apply(last_.data(), in.num_reqs, logits.data());
 }
 
 }  // namespace pagedllm

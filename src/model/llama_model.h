@@ -9,6 +9,7 @@
 
 #include "kernels/kv_cache.h"
 #include "loader/model_weights.h"
+#include "model/linear_layer.h"
 #include "model/model.h"
 
 namespace pagedllm {
@@ -31,12 +32,18 @@ class LlamaModel : public Model {
   void attention_block(int layer, const ModelInputs& in, int tokens);
   void mlp_block(int layer, int tokens);
 
+  struct LayerLinears {
+    LinearLayer qkv, o, gate_up, down;
+  };
+
   std::shared_ptr<const ModelWeights> weights_;
+  std::vector<LayerLinears> linears_;
+  LinearLayer output_;
   PagedKVCache& kv_cache_;
   int max_tokens_;
   std::vector<float> inv_freq_;
   // Workspace, sized once for max_tokens.
-  std::vector<float> x_, xb_, q_, k_, v_, attn_, gate_, up_, last_;
+  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, gate_up_, gate_, last_;
 };
 
 }  // namespace pagedllm

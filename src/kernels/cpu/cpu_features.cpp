@@ -1,0 +1,76 @@
+#include "kernels/cpu/cpu_features.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace pagedllm::cpu {
+
+namespace {
+
+Isa best_supported() {
+  if (cpu_supports(Isa::kAvx512)) return Isa::kAvx512;
+  if (cpu_supports(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kGeneric;
+}
+
+Isa from_env() {
+  const char* env = std::getenv("PAGEDLLM_ISA");
+  Isa want = best_supported();
+  if (env && std::strcmp(env, "generic") == 0) want = Isa::kGeneric;
+  if (env && std::strcmp(env, "avx2") == 0) want = Isa::kAvx2;
+  if (env && std::strcmp(env, "avx512") == 0) want = Isa::kAvx512;
+  return cpu_supports(want) ? want : best_supported();
+}
+
+std::atomic<Isa>& current() {
+  static std::atomic<Isa> isa{from_env()};
+  return isa;
+}
+
+}  // namespace
+
+const char* to_string(Isa isa) {
+  switch (isa) {
+    case Isa::kGeneric: return "generic";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+bool cpu_supports(Isa isa) {
+  switch (isa) {
+    case Isa::kGeneric: return true;
+    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
+  }
+  return false;
+}
+
+Isa active_isa() { return current().load(std::memory_order_relaxed); }
+
+Isa set_isa(Isa isa) {
+  const Isa chosen = cpu_supports(isa) ? isa : best_supported();
+  current().store(chosen);
+  return chosen;
+}
+
+std::string cpu_flags_summary() {
+  std::string s;
+  auto add = [&s](bool on, const char* name) {
+    if (on) s += (s.empty() ? "" : " ") + std::string(name);
+  };
+  add(__builtin_cpu_supports("avx2"), "avx2");
+  add(__builtin_cpu_supports("fma"), "fma");
+  add(__builtin_cpu_supports("avx512f"), "avx512f");
+  add(__builtin_cpu_supports("avx512bw"), "avx512bw");
+  add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
+  add(__builtin_cpu_supports("avx512bf16"), "avx512_bf16");
+  add(__builtin_cpu_supports("amx-tile"), "amx");
+  return s;
+}
+
+}  // namespace pagedllm::cpu

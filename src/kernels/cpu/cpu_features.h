@@ -1,0 +1,22 @@
+// Runtime ISA dispatch: one binary runs everywhere and uses the widest vectors the CPU has.
+// PAGEDLLM_ISA=generic|avx2|avx512 forces a narrower path (tests, benchmarks); a request for a
+// path the CPU cannot run falls back to the best it can.
+#pragma once
+
+#include <string>
+
+namespace pagedllm::cpu {
+
+enum class Isa { kGeneric, kAvx2, kAvx512 };
+
+const char* to_string(Isa isa);
+// What this CPU supports, best first.
+bool cpu_supports(Isa isa);
+// The path in use: the best supported, or PAGEDLLM_ISA when that is supported.
+Isa active_isa();
+// For tests: force a path for this process (ignored when unsupported). Returns the path set.
+Isa set_isa(Isa isa);
+// Flags relevant to the kernels, for logs ("avx512f avx512bw avx512_bf16 ...").
+std::string cpu_flags_summary();
+
+}  // namespace pagedllm::cpu

@@ -1,0 +1,82 @@
+// AVX2 + FMA GEMM tile (compiled with -mavx2 -mfma; called only when the CPU has them). Same
+// order as gemm_tile_generic. A panel of 16 outputs is two 8-lane vectors; up to 2 rows at a
+// time keep the partial sums in the 16 ymm registers.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/gemm.h"
+
+namespace pagedllm::cpu {
+
+namespace {
+
+constexpr int kHalves = PackedMatrix::kPanel / 8;
+
+template <bool kBf16>
+inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
+  const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(h) * 8;
+  if constexpr (kBf16) {
+    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(w.bf16_panel(panel) + i));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
+  } else {
+    return _mm256_load_ps(w.f32_panel(panel) + i);
+  }
+}
+
+template <int MR, int NP, bool kBf16>
+void rows(const TileArgs& a, int m_offset) {
+  constexpr int V = NP * kHalves;
+  alignas(32) float total[MR][V * 8] = {};
+  for (int k0 = 0; k0 < a.K; k0 += kKBlock) {
+    const int k1 = std::min(a.K, k0 + kKBlock);
+    __m256 part[MR][V];
+    for (int m = 0; m < MR; ++m) {
+      for (int v = 0; v < V; ++v) part[m][v] = _mm256_setzero_ps();
+    }
+    for (int k = k0; k < k1; ++k) {
+      __m256 w[V];
+      for (int v = 0; v < V; ++v) w[v] = load_half<kBf16>(*a.w, a.p + v / kHalves, k, v % kHalves);
+      for (int m = 0; m < MR; ++m) {
+        const __m256 xb = _mm256_set1_ps(a.x[static_cast<size_t>(m_offset + m) * a.ldx + k]);
+        for (int v = 0; v < V; ++v) part[m][v] = _mm256_fmadd_ps(xb, w[v], part[m][v]);
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      for (int v = 0; v < V; ++v) {
+        _mm256_store_ps(&total[m][v * 8], _mm256_add_ps(_mm256_load_ps(&total[m][v * 8]), part[m][v]));
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int c = 0; c < V * 8; ++c) {
+      const int n = a.p * PackedMatrix::kPanel + c;
+      if (n >= a.n_end) break;
+      a.y[static_cast<size_t>(m_offset + m) * a.ldy + n] = total[m][c] + (a.bias ? a.bias[n] : 0.0f);
+    }
+  }
+}
+
+template <bool kBf16>
+void dispatch(const TileArgs& a) {
+  for (int m = 0; m < a.mr; m += 2) {
+    const bool pair = m + 1 < a.mr;
+    if (a.np == 2) {
+      pair ? rows<2, 2, kBf16>(a, m) : rows<1, 2, kBf16>(a, m);
+    } else {
+      pair ? rows<2, 1, kBf16>(a, m) : rows<1, 1, kBf16>(a, m);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_tile_avx2(const TileArgs& a) {
+  if (a.w->is_bf16()) {
+    dispatch<true>(a);
+  } else {
+    dispatch<false>(a);
+  }
+}
+
+}  // namespace pagedllm::cpu

@@ -1,0 +1,83 @@
+// AVX-512 GEMM tile (compiled with -mavx512f -mavx512bw -mavx512vl -mfma; called only when the
+// CPU has them). Same order as gemm_tile_generic: one FMA per k into a per-block partial.
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/gemm.h"
+
+namespace pagedllm::cpu {
+
+namespace {
+
+template <bool kBf16>
+inline __m512 load_panel_row(const PackedMatrix& w, int panel, int k) {
+  const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel;
+  if constexpr (kBf16) {
+    const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.bf16_panel(panel) + i));
+    // The zero-masked forms: the unmasked ones trip g++ 12's -Wmaybe-uninitialized.
+    const __m512i widened = _mm512_maskz_cvtepu16_epi32(0xFFFF, h);
+    return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, widened, 16));
+  } else {
+    return _mm512_load_ps(w.f32_panel(panel) + i);
+  }
+}
+
+template <int MR, int NP, bool kBf16>
+void tile(const TileArgs& a) {
+  __m512 total[MR][NP];
+  for (int m = 0; m < MR; ++m) {
+    for (int q = 0; q < NP; ++q) total[m][q] = _mm512_setzero_ps();
+  }
+  for (int k0 = 0; k0 < a.K; k0 += kKBlock) {
+    const int k1 = std::min(a.K, k0 + kKBlock);
+    __m512 part[MR][NP];
+    for (int m = 0; m < MR; ++m) {
+      for (int q = 0; q < NP; ++q) part[m][q] = _mm512_setzero_ps();
+    }
+    for (int k = k0; k < k1; ++k) {
+      __m512 w[NP];
+      for (int q = 0; q < NP; ++q) w[q] = load_panel_row<kBf16>(*a.w, a.p + q, k);
+      for (int m = 0; m < MR; ++m) {
+        const __m512 xb = _mm512_set1_ps(a.x[static_cast<size_t>(m) * a.ldx + k]);
+        for (int q = 0; q < NP; ++q) part[m][q] = _mm512_fmadd_ps(xb, w[q], part[m][q]);
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      for (int q = 0; q < NP; ++q) total[m][q] = _mm512_add_ps(total[m][q], part[m][q]);
+    }
+  }
+  for (int q = 0; q < NP; ++q) {
+    const int n0 = (a.p + q) * PackedMatrix::kPanel;
+    const int valid = std::clamp(a.n_end - n0, 0, PackedMatrix::kPanel);
+    const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+    const __m512 b = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + n0) : _mm512_setzero_ps();
+    for (int m = 0; m < MR; ++m) {
+      const __m512 out = a.bias ? _mm512_add_ps(total[m][q], b) : _mm512_add_ps(total[m][q], _mm512_setzero_ps());
+      _mm512_mask_storeu_ps(a.y + static_cast<size_t>(m) * a.ldy + n0, mask, out);
+    }
+  }
+}
+
+template <bool kBf16>
+void dispatch(const TileArgs& a) {
+  const bool two = a.np == 2;
+  switch (a.mr) {
+    case 1: return two ? tile<1, 2, kBf16>(a) : tile<1, 1, kBf16>(a);
+    case 2: return two ? tile<2, 2, kBf16>(a) : tile<2, 1, kBf16>(a);
+    case 3: return two ? tile<3, 2, kBf16>(a) : tile<3, 1, kBf16>(a);
+    default: return two ? tile<4, 2, kBf16>(a) : tile<4, 1, kBf16>(a);
+  }
+}
+
+}  // namespace
+
+void gemm_tile_avx512(const TileArgs& a) {
+  if (a.w->is_bf16()) {
+    dispatch<true>(a);
+  } else {
+    dispatch<false>(a);
+  }
+}
+
+}  // namespace pagedllm::cpu

@@ -1,0 +1,123 @@
+#include "kernels/cpu/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/dequant.h"
+
+namespace pagedllm::cpu {
+namespace {
+
+struct Weights {
+  std::vector<float> f32;       // as used (bf16-rounded when bf16)
+  std::vector<uint16_t> bf16;
+  WeightMatrix matrix;
+};
+
+Weights random_weights(int N, int K, DType dtype, std::mt19937& rng) {
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  Weights w;
+  w.f32.resize(static_cast<size_t>(N) * K);
+  for (float& v : w.f32) v = n(rng);
+  if (dtype == DType::kBF16) {
+    for (float v : w.f32) w.bf16.push_back(f32_to_bf16(v));
+    for (size_t i = 0; i < w.f32.size(); ++i) w.f32[i] = bf16_to_f32(w.bf16[i]);
+    w.matrix = WeightMatrix{DType::kBF16, N, K, w.bf16.data()};
+  } else {
+    w.matrix = WeightMatrix{DType::kF32, N, K, w.f32.data()};
+  }
+  return w;
+}
+
+std::vector<Isa> supported_paths() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
+    if (cpu_supports(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  int compared = 0;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (int M : {1, 2, 3, 5, 9}) {
+      for (int N : {1, 15, 16, 17, 40}) {
+        for (int K : {1, 7, 255, 256, 257, 600}) {
+          const Weights w = random_weights(N, K, dtype, rng);
+          const PackedMatrix packed(w.matrix);
+          std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
+          for (float& v : x) v = n(rng);
+          for (float& v : bias) v = n(rng);
+          std::vector<float> ref(static_cast<size_t>(M) * N);
+          gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), bias.data());
+          // The reference is a real product: compare with a double-precision sum.
+          for (int m = 0; m < M; ++m) {
+            for (int j = 0; j < N; ++j) {
+              double s = bias[static_cast<size_t>(j)];
+              for (int k = 0; k < K; ++k) s += double{x[static_cast<size_t>(m * K + k)]} * w.f32[static_cast<size_t>(j * K + k)];
+              ASSERT_NEAR(ref[static_cast<size_t>(m * N + j)], s, 1e-4 * (1 + std::sqrt(double(K))));
+            }
+          }
+          for (Isa isa : supported_paths()) {
+            std::vector<float> y(ref.size(), -7.0f);
+            gemm_packed(isa, x.data(), M, packed, y.data(), bias.data());
+            ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
+                << to_string(isa) << " M=" << M << " N=" << N << " K=" << K << " " << to_string(dtype);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 300);
+}
+
+TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  const int M = 37, N = 70, K = 777;
+  const Weights w = random_weights(N, K, DType::kF32, rng);
+  const PackedMatrix packed(w.matrix);
+  std::vector<float> x(static_cast<size_t>(M) * K);
+  for (float& v : x) v = n(rng);
+  std::vector<float> batch(static_cast<size_t>(M) * N), single(static_cast<size_t>(N));
+  gemm_packed(x.data(), M, packed, batch.data());
+  for (int m = 0; m < M; ++m) {
+    gemm_packed(x.data() + static_cast<size_t>(m) * K, 1, packed, single.data());
+    ASSERT_EQ(std::memcmp(single.data(), batch.data() + static_cast<size_t>(m) * N, N * 4), 0) << m;
+  }
+}
+
+TEST(Gemm, StackedMatricesEqualSeparateOnes) {
+  std::mt19937 rng(5);
+  const Weights a = random_weights(20, 64, DType::kBF16, rng), b = random_weights(9, 64, DType::kBF16, rng);
+  const PackedMatrix fused(std::vector<const WeightMatrix*>{&a.matrix, &b.matrix});
+  const PackedMatrix pa(a.matrix), pb(b.matrix);
+  std::vector<float> x(3 * 64, 0.25f), y(3 * 29), ya(3 * 20), yb(3 * 9);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(double(i)));
+  gemm_packed(x.data(), 3, fused, y.data());
+  gemm_packed(x.data(), 3, pa, ya.data());
+  gemm_packed(x.data(), 3, pb, yb.data());
+  for (int m = 0; m < 3; ++m) {
+    for (int j = 0; j < 20; ++j) EXPECT_EQ(y[static_cast<size_t>(m * 29 + j)], ya[static_cast<size_t>(m * 20 + j)]);
+    for (int j = 0; j < 9; ++j) EXPECT_EQ(y[static_cast<size_t>(m * 29 + 20 + j)], yb[static_cast<size_t>(m * 9 + j)]);
+  }
+}
+
+TEST(CpuFeatures, ForcingAPathTheCpuLacksFallsBackToOneItHas) {
+  const Isa before = active_isa();
+  EXPECT_EQ(set_isa(Isa::kGeneric), Isa::kGeneric);
+  EXPECT_EQ(active_isa(), Isa::kGeneric);
+  const Isa got = set_isa(Isa::kAvx512);
+  EXPECT_TRUE(cpu_supports(got));
+  set_isa(before);
+}
+
+}  // namespace
+}  // namespace pagedllm::cpu
