@@ -7,7 +7,8 @@
 
 namespace pagedllm {
 
-LinearLayer::LinearLayer(std::vector<const WeightMatrix*> weights, std::vector<const float*> biases) {
+LinearLayer::LinearLayer(std::vector<const WeightMatrix*> weights,
+                         std::vector<const float*> biases) {
   bool packable = true;
   for (const WeightMatrix* w : weights) {
     out_features_ += w->rows;

@@ -13,7 +13,7 @@ namespace pagedllm::cpu {
 namespace {
 
 struct Weights {
-  std::vector<float> f32;       // as used (bf16-rounded when bf16)
+  std::vector<float> f32;  // as used (bf16-rounded when bf16)
   std::vector<uint16_t> bf16;
   WeightMatrix matrix;
 };
@@ -60,15 +60,19 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
           for (int m = 0; m < M; ++m) {
             for (int j = 0; j < N; ++j) {
               double s = bias[static_cast<size_t>(j)];
-              for (int k = 0; k < K; ++k) s += double{x[static_cast<size_t>(m * K + k)]} * w.f32[static_cast<size_t>(j * K + k)];
-              ASSERT_NEAR(ref[static_cast<size_t>(m * N + j)], s, 1e-4 * (1 + std::sqrt(double(K))));
+              for (int k = 0; k < K; ++k)
+                s += double{x[static_cast<size_t>(m * K + k)]} *
+                     w.f32[static_cast<size_t>(j * K + k)];
+              ASSERT_NEAR(ref[static_cast<size_t>(m * N + j)], s,
+                          1e-4 * (1 + std::sqrt(double(K))));
             }
           }
           for (Isa isa : supported_paths()) {
             std::vector<float> y(ref.size(), -7.0f);
             gemm_packed(isa, x.data(), M, packed, y.data(), bias.data());
             ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
-                << to_string(isa) << " M=" << M << " N=" << N << " K=" << K << " " << to_string(dtype);
+                << to_string(isa) << " M=" << M << " N=" << N << " K=" << K << " "
+                << to_string(dtype);
             ++compared;
           }
         }
@@ -96,7 +100,8 @@ TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
 
 TEST(Gemm, StackedMatricesEqualSeparateOnes) {
   std::mt19937 rng(5);
-  const Weights a = random_weights(20, 64, DType::kBF16, rng), b = random_weights(9, 64, DType::kBF16, rng);
+  const Weights a = random_weights(20, 64, DType::kBF16, rng),
+                b = random_weights(9, 64, DType::kBF16, rng);
   const PackedMatrix fused(std::vector<const WeightMatrix*>{&a.matrix, &b.matrix});
   const PackedMatrix pa(a.matrix), pb(b.matrix);
   std::vector<float> x(3 * 64, 0.25f), y(3 * 29), ya(3 * 20), yb(3 * 9);
@@ -105,8 +110,10 @@ TEST(Gemm, StackedMatricesEqualSeparateOnes) {
   gemm_packed(x.data(), 3, pa, ya.data());
   gemm_packed(x.data(), 3, pb, yb.data());
   for (int m = 0; m < 3; ++m) {
-    for (int j = 0; j < 20; ++j) EXPECT_EQ(y[static_cast<size_t>(m * 29 + j)], ya[static_cast<size_t>(m * 20 + j)]);
-    for (int j = 0; j < 9; ++j) EXPECT_EQ(y[static_cast<size_t>(m * 29 + 20 + j)], yb[static_cast<size_t>(m * 9 + j)]);
+    for (int j = 0; j < 20; ++j)
+      EXPECT_EQ(y[static_cast<size_t>(m * 29 + j)], ya[static_cast<size_t>(m * 20 + j)]);
+    for (int j = 0; j < 9; ++j)
+      EXPECT_EQ(y[static_cast<size_t>(m * 29 + 20 + j)], yb[static_cast<size_t>(m * 9 + j)]);
   }
 }
 

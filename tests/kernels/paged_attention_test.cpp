@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -75,6 +76,42 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(KvDtypes, PagedAttention, ::testing::Values(DType::kF32, DType::kBF16),
                          [](const auto& info) { return std::string(to_string(info.param)); });
+
+// Batch invariance across block sizes rests on this: the same context stored in blocks of 1, 3,
+// 16 or 32 gives bit-identical outputs for every query position.
+TEST(PagedAttention, OutputBitsDoNotDependOnTheBlockSize) {
+  const int D = 32, len = 70, heads = 4, kv_heads = 2;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> q(static_cast<size_t>(len * heads * D)),
+      k(static_cast<size_t>(len * kv_heads * D)), v(k.size());
+  for (auto* t : {&q, &k, &v}) {
+    for (float& x : *t) x = n(rng);
+  }
+  std::vector<int32_t> positions(len);
+  for (int p = 0; p < len; ++p) positions[static_cast<size_t>(p)] = p;
+  const std::vector<int32_t> qsl = {0, len};
+  std::vector<float> first;
+  for (int block : {1, 3, 16, 32}) {
+    const int nblocks = (len + block - 1) / block;
+    KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, DType::kF32};
+    PagedKVCache cache(spec);
+    std::vector<int32_t> table(static_cast<size_t>(nblocks));
+    for (int b = 0; b < nblocks; ++b) table[static_cast<size_t>(b)] = nblocks - b;  // reversed
+    std::vector<int64_t> slots;
+    for (int p = 0; p < len; ++p)
+      slots.push_back(int64_t{table[static_cast<size_t>(p / block)]} * block + p % block);
+    cpu::reshape_and_cache(k.data(), v.data(), slots, cache.layer(0));
+    std::vector<float> out(q.size());
+    cpu::AttentionBatch batch{1, qsl, positions, table, nblocks};
+    cpu::paged_attention(q.data(), heads, batch, cache.layer(0), out.data());
+    if (first.empty()) {
+      first = out;
+    } else {
+      EXPECT_EQ(std::memcmp(first.data(), out.data(), out.size() * 4), 0) << "block size " << block;
+    }
+  }
+}
 
 TEST(PagedAttention, GroupedQueryHeadsReadTheirSharedKvHead) {
   const int D = 8, block = 2;

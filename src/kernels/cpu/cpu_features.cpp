@@ -32,17 +32,22 @@ std::atomic<Isa>& current() {
 
 const char* to_string(Isa isa) {
   switch (isa) {
-    case Isa::kGeneric: return "generic";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
+    case Isa::kGeneric:
+      return "generic";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
   }
   return "?";
 }
 
 bool cpu_supports(Isa isa) {
   switch (isa) {
-    case Isa::kGeneric: return true;
-    case Isa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case Isa::kGeneric:
+      return true;
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
@@ -50,7 +55,9 @@ bool cpu_supports(Isa isa) {
   return false;
 }
 
-Isa active_isa() { return current().load(std::memory_order_relaxed); }
+Isa active_isa() {
+  return current().load(std::memory_order_relaxed);
+}
 
 Isa set_isa(Isa isa) {
   const Isa chosen = cpu_supports(isa) ? isa : best_supported();

@@ -28,7 +28,8 @@ void gemm_tile_generic(const TileArgs& a) {
         for (int k0 = 0; k0 < a.K; k0 += kKBlock) {
           float partial = 0.0f;
           const int k1 = std::min(a.K, k0 + kKBlock);
-          for (int k = k0; k < k1; ++k) partial = std::fma(xr[k], weight_at(*a.w, a.p + pp, k, j), partial);
+          for (int k = k0; k < k1; ++k)
+            partial = std::fma(xr[k], weight_at(*a.w, a.p + pp, k, j), partial);
           total += partial;
         }
         a.y[static_cast<size_t>(m) * a.ldy + n] = total + (a.bias ? a.bias[n] : 0.0f);
@@ -37,7 +38,8 @@ void gemm_tile_generic(const TileArgs& a) {
   }
 }
 
-void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y, const float* bias) {
+void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
+                 const float* bias) {
   const auto tile = isa == Isa::kAvx512 ? gemm_tile_avx512
                     : isa == Isa::kAvx2 ? gemm_tile_avx2
                                         : gemm_tile_generic;
@@ -45,13 +47,22 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   const int row_tiles = (M + kMaxTileRows - 1) / kMaxTileRows;
   const int K = w.cols(), N = w.rows();
   // Panel pairs outermost so that a thread reuses one weight panel across its row tiles.
-#pragma omp parallel for schedule(static) collapse(2) if (static_cast<int64_t>(M) * N * K > 65536)
+#pragma omp parallel for schedule(static) collapse(2) if (static_cast <int64_t>(M) * N * K > 65536)
   for (int pp = 0; pp < panel_pairs; ++pp) {
     for (int rt = 0; rt < row_tiles; ++rt) {
       const int m0 = rt * kMaxTileRows;
       const int p = 2 * pp;
-      TileArgs a{x + static_cast<size_t>(m0) * K, K, std::min(kMaxTileRows, M - m0), K, &w, p,
-                 std::min(2, w.panels() - p), y + static_cast<size_t>(m0) * N, N, N, bias};
+      TileArgs a{x + static_cast<size_t>(m0) * K,
+                 K,
+                 std::min(kMaxTileRows, M - m0),
+                 K,
+                 &w,
+                 p,
+                 std::min(2, w.panels() - p),
+                 y + static_cast<size_t>(m0) * N,
+                 N,
+                 N,
+                 bias};
       tile(a);
     }
   }

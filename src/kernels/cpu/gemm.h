@@ -15,9 +15,11 @@ namespace pagedllm::cpu {
 constexpr int kKBlock = 256;
 constexpr int kMaxTileRows = 4;
 
-void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y, const float* bias = nullptr);
+void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y,
+                 const float* bias = nullptr);
 // The same on an explicit path (tests compare paths).
-void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y, const float* bias);
+void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
+                 const float* bias);
 
 // One tile: rows [0, mr) of x (row stride ldx) times panels [p, p + np) (np <= 2) into y (row
 // stride ldy); columns at or past n_end are not written. Each path implements this.

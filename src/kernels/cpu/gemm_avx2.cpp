@@ -44,7 +44,8 @@ void rows(const TileArgs& a, int m_offset) {
     }
     for (int m = 0; m < MR; ++m) {
       for (int v = 0; v < V; ++v) {
-        _mm256_store_ps(&total[m][v * 8], _mm256_add_ps(_mm256_load_ps(&total[m][v * 8]), part[m][v]));
+        _mm256_store_ps(&total[m][v * 8],
+                        _mm256_add_ps(_mm256_load_ps(&total[m][v * 8]), part[m][v]));
       }
     }
   }
@@ -52,7 +53,8 @@ void rows(const TileArgs& a, int m_offset) {
     for (int c = 0; c < V * 8; ++c) {
       const int n = a.p * PackedMatrix::kPanel + c;
       if (n >= a.n_end) break;
-      a.y[static_cast<size_t>(m_offset + m) * a.ldy + n] = total[m][c] + (a.bias ? a.bias[n] : 0.0f);
+      a.y[static_cast<size_t>(m_offset + m) * a.ldy + n] =
+          total[m][c] + (a.bias ? a.bias[n] : 0.0f);
     }
   }
 }

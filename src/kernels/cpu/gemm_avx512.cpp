@@ -53,7 +53,8 @@ void tile(const TileArgs& a) {
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
     const __m512 b = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + n0) : _mm512_setzero_ps();
     for (int m = 0; m < MR; ++m) {
-      const __m512 out = a.bias ? _mm512_add_ps(total[m][q], b) : _mm512_add_ps(total[m][q], _mm512_setzero_ps());
+      const __m512 out =
+          a.bias ? _mm512_add_ps(total[m][q], b) : _mm512_add_ps(total[m][q], _mm512_setzero_ps());
       _mm512_mask_storeu_ps(a.y + static_cast<size_t>(m) * a.ldy + n0, mask, out);
     }
   }
@@ -63,10 +64,14 @@ template <bool kBf16>
 void dispatch(const TileArgs& a) {
   const bool two = a.np == 2;
   switch (a.mr) {
-    case 1: return two ? tile<1, 2, kBf16>(a) : tile<1, 1, kBf16>(a);
-    case 2: return two ? tile<2, 2, kBf16>(a) : tile<2, 1, kBf16>(a);
-    case 3: return two ? tile<3, 2, kBf16>(a) : tile<3, 1, kBf16>(a);
-    default: return two ? tile<4, 2, kBf16>(a) : tile<4, 1, kBf16>(a);
+    case 1:
+      return two ? tile<1, 2, kBf16>(a) : tile<1, 1, kBf16>(a);
+    case 2:
+      return two ? tile<2, 2, kBf16>(a) : tile<2, 1, kBf16>(a);
+    case 3:
+      return two ? tile<3, 2, kBf16>(a) : tile<3, 1, kBf16>(a);
+    default:
+      return two ? tile<4, 2, kBf16>(a) : tile<4, 1, kBf16>(a);
   }
 }
 

@@ -37,14 +37,17 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
       const WeightMatrix& w = *row_source[static_cast<size_t>(n)].first;
       const int source_row = row_source[static_cast<size_t>(n)].second;
       if (bf16_) {
-        uint16_t* dst = reinterpret_cast<uint16_t*>(data_.get()) + static_cast<size_t>(p) * per_panel;
+        uint16_t* dst =
+            reinterpret_cast<uint16_t*>(data_.get()) + static_cast<size_t>(p) * per_panel;
         std::vector<uint16_t> src(static_cast<size_t>(cols_));
         std::memcpy(src.data(), w.row(source_row), src.size() * 2);
-        for (int k = 0; k < cols_; ++k) dst[static_cast<size_t>(k) * kPanel + j] = src[static_cast<size_t>(k)];
+        for (int k = 0; k < cols_; ++k)
+          dst[static_cast<size_t>(k) * kPanel + j] = src[static_cast<size_t>(k)];
       } else {
         dequantize_row(w.dtype, w.row(source_row), row.data(), cols_);
         float* dst = reinterpret_cast<float*>(data_.get()) + static_cast<size_t>(p) * per_panel;
-        for (int k = 0; k < cols_; ++k) dst[static_cast<size_t>(k) * kPanel + j] = row[static_cast<size_t>(k)];
+        for (int k = 0; k < cols_; ++k)
+          dst[static_cast<size_t>(k) * kPanel + j] = row[static_cast<size_t>(k)];
       }
     }
   }

@@ -20,7 +20,8 @@ class PackedMatrix {
   // Packs F32, F16 and BF16 weights (F16 becomes f32, BF16 stays bf16); several matrices with
   // the same K are stacked along N (fused QKV, fused gate/up). Other types are not packed
   // (packable() says which).
-  explicit PackedMatrix(const WeightMatrix& w) : PackedMatrix(std::vector<const WeightMatrix*>{&w}) {}
+  explicit PackedMatrix(const WeightMatrix& w)
+      : PackedMatrix(std::vector<const WeightMatrix*>{&w}) {}
   explicit PackedMatrix(const std::vector<const WeightMatrix*>& stacked);
   static bool packable(DType dtype) {
     return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -48,36 +49,127 @@ void reshape_and_cache_impl(const float* key, const float* value,
   }
 }
 
-// One query head of one token against its request's context 0..pos.
+constexpr int kChunk = 16;  // context positions processed together
+
+// exp(x) for x <= 0 (softmax arguments), a Cephes-style range reduction and polynomial written
+// without libm so that it vectorizes and gives the same bits in every compiled version.
+inline float exp_nonpositive(float x) {
+  x = std::max(x, -87.0f);
+  const float n = std::nearbyint(x * 1.44269504088896341f);
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits;
+  std::memcpy(&bits, &p, 4);
+  bits += static_cast<int32_t>(n) << 23;
+  std::memcpy(&p, &bits, 4);
+  return p;
+}
+
+// K and V of 16 consecutive context positions as [D][16] tiles (position-minor), read from
+// the cache whatever the block size, so the arithmetic never depends on it.
 template <typename T>
-void attend_one(const float* q, int kv_head, int pos, const int32_t* blocks,
-                const KVCacheLayer& cache, float scale, float* out, float* acc) {
-  const auto& s = cache.spec;
-  const T* kc = static_cast<const T*>(cache.key);
-  const T* vc = static_cast<const T*>(cache.value);
-  const int D = s.head_size;
-  float running_max = -std::numeric_limits<float>::infinity();
-  float running_sum = 0.0f;
-  std::fill(acc, acc + D, 0.0f);
-  for (int j = 0; j <= pos; ++j) {
+void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int j0, int count,
+                  float* kt, float* vt) {
+  const auto& s = c.spec;
+  const T* kc = static_cast<const T*>(c.key);
+  const T* vc = static_cast<const T*>(c.value);
+  const int D = s.head_size, x = s.x();
+  for (int o = 0; o < kChunk; ++o) {
+    if (o >= count) {
+      for (int d = 0; d < D; ++d) kt[d * kChunk + o] = vt[d * kChunk + o] = 0.0f;
+      continue;
+    }
+    const int j = j0 + o;
     const int64_t block = blocks[j / s.block_size];
     const int offset = j % s.block_size;
-    float score = 0.0f;
-    for (int d = 0; d < D; ++d)
-      score += q[d] * load(kc + cache.key_index(block, kv_head, d, offset));
-    score *= scale;
-    const float new_max = std::max(running_max, score);
-    const float correction = std::exp(running_max - new_max);
-    const float weight = std::exp(score - new_max);
-    running_sum = running_sum * correction + weight;
+    const T* kbase = kc + c.key_index(block, kv_head, 0, offset);
+    const T* vbase = vc + c.value_index(block, kv_head, 0, offset);
     for (int d = 0; d < D; ++d) {
-      acc[d] =
-          acc[d] * correction + weight * load(vc + cache.value_index(block, kv_head, d, offset));
+      kt[d * kChunk + o] = load(kbase + static_cast<size_t>(d / x) * s.block_size * x + d % x);
+      vt[d * kChunk + o] = load(vbase + static_cast<size_t>(d) * s.block_size);
     }
-    running_max = new_max;
   }
-  const float inv = 1.0f / running_sum;
-  for (int d = 0; d < D; ++d) out[d] = acc[d] * inv;
+}
+
+// One query head of one token over its context 0..pos. Every step's order is fixed by pos
+// alone: scores sum over d in order; chunks of 16 positions update a running max and sum.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_chunks(
+    const float* q, int D, int pos, float scale, const float* kts, const float* vts, int num_chunks,
+    float* running_max, float* running_sum, float* acc) {
+  for (int ch = 0; ch < num_chunks; ++ch) {
+    const float* kt = kts + static_cast<size_t>(ch) * D * kChunk;
+    const float* vt = vts + static_cast<size_t>(ch) * D * kChunk;
+    float s[kChunk] = {};
+    for (int d = 0; d < D; ++d) {
+      const float qd = q[d];
+      for (int o = 0; o < kChunk; ++o) s[o] += qd * kt[d * kChunk + o];
+    }
+    const int first = ch * kChunk;
+    float chunk_max = -std::numeric_limits<float>::infinity();
+    for (int o = 0; o < kChunk; ++o) {
+      s[o] = first + o <= pos ? s[o] * scale : -std::numeric_limits<float>::infinity();
+      chunk_max = std::max(chunk_max, s[o]);
+    }
+    const float new_max = std::max(*running_max, chunk_max);
+    const float correction = exp_nonpositive(*running_max - new_max);
+    float p[kChunk];
+    float chunk_sum = 0.0f;
+    for (int o = 0; o < kChunk; ++o) {
+      p[o] = first + o <= pos ? exp_nonpositive(s[o] - new_max) : 0.0f;
+    }
+    for (int o = 0; o < kChunk; ++o) chunk_sum += p[o];
+    *running_sum = *running_sum * correction + chunk_sum;
+    *running_max = new_max;
+    for (int d = 0; d < D; ++d) {
+      float v = 0.0f;
+      for (int o = 0; o < kChunk; ++o) v += p[o] * vt[d * kChunk + o];
+      acc[d] = acc[d] * correction + v;
+    }
+  }
+}
+
+// All query tokens of one request for the query heads of one kv head: the context is gathered
+// into tiles once and shared by every token and head of the group.
+template <typename T>
+void attend_group(const float* q, int num_heads, int kv_head, int group, int begin, int end,
+                  std::span<const int32_t> positions, const int32_t* blocks,
+                  const KVCacheLayer& cache, float scale, float* out, std::vector<float>& tiles,
+                  std::vector<float>& acc) {
+  const int D = cache.spec.head_size;
+  int max_pos = 0;
+  for (int t = begin; t < end; ++t) max_pos = std::max(max_pos, positions[static_cast<size_t>(t)]);
+  const int num_chunks = max_pos / kChunk + 1;
+  const size_t tile = static_cast<size_t>(D) * kChunk;
+  tiles.resize(2 * static_cast<size_t>(num_chunks) * tile);
+  float* kts = tiles.data();
+  float* vts = kts + static_cast<size_t>(num_chunks) * tile;
+  for (int ch = 0; ch < num_chunks; ++ch) {
+    const int j0 = ch * kChunk;
+    gather_chunk<T>(cache, blocks, kv_head, j0, std::min(kChunk, max_pos + 1 - j0), kts + ch * tile,
+                    vts + ch * tile);
+  }
+  acc.resize(static_cast<size_t>(D));
+  for (int t = begin; t < end; ++t) {
+    const int pos = positions[static_cast<size_t>(t)];
+    for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
+      const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
+      float running_max = -std::numeric_limits<float>::infinity();
+      float running_sum = 0.0f;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      // The first chunk holds position 0, so running_max is finite after it.
+      attend_chunks(q + offset, D, pos, scale, kts, vts, pos / kChunk + 1, &running_max,
+                    &running_sum, acc.data());
+      const float inv = 1.0f / running_sum;
+      for (int d = 0; d < D; ++d)
+        out[offset + static_cast<size_t>(d)] = acc[static_cast<size_t>(d)] * inv;
+    }
+  }
 }
 
 }  // namespace
@@ -93,26 +185,22 @@ void reshape_and_cache(const float* key, const float* value, std::span<const int
 
 void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
                      const KVCacheLayer& cache, float* out) {
-  const auto attend = cache.spec.dtype == DType::kBF16 ? attend_one<uint16_t> : attend_one<float>;
+  const auto attend =
+      cache.spec.dtype == DType::kBF16 ? attend_group<uint16_t> : attend_group<float>;
   const auto& s = cache.spec;
-  const int D = s.head_size;
   const int group = num_heads / s.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
 #pragma omp parallel
   {
-    std::vector<float> acc(static_cast<size_t>(D));
+    std::vector<float> tiles, acc;
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int r = 0; r < batch.num_reqs; ++r) {
-      for (int h = 0; h < num_heads; ++h) {
+      for (int g = 0; g < s.num_kv_heads; ++g) {
         const int32_t* blocks =
             batch.block_table.data() + static_cast<size_t>(r) * batch.max_blocks_per_req;
-        const int begin = batch.query_start_loc[static_cast<size_t>(r)];
-        const int end = batch.query_start_loc[static_cast<size_t>(r) + 1];
-        for (int t = begin; t < end; ++t) {
-          const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
-          attend(q + offset, h / group, batch.positions[static_cast<size_t>(t)], blocks, cache,
-                 scale, out + offset, acc.data());
-        }
+        attend(q, num_heads, g, group, batch.query_start_loc[static_cast<size_t>(r)],
+               batch.query_start_loc[static_cast<size_t>(r) + 1], batch.positions, blocks, cache,
+               scale, out, tiles, acc);
       }
     }
   }
