@@ -41,32 +41,6 @@ int physical_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-// Reads one byte per page of a weight so that the first request does not pay for page faults
-// of the memory-mapped file; returns a checksum so the reads are not optimized away.
-uint64_t touch_pages(const WeightMatrix& m) {
-  const auto* p = static_cast<const volatile uint8_t*>(m.data);
-  const size_t bytes = m.row_stride() * static_cast<size_t>(m.rows);
-  uint64_t sum = 0;
-  for (size_t i = 0; i < bytes; i += 4096) sum += p[i];
-  return sum;
-}
-
-void prefault_weights(const ModelWeights& w) {
-  ProgressBar bar("loading " + w.source);
-  const size_t total = w.layers.size() + 1;
-  uint64_t sum = touch_pages(w.token_embedding) + touch_pages(w.output);
-  bar.update(1, total);
-  for (size_t l = 0; l < w.layers.size(); ++l) {
-    const LayerWeights& lw = w.layers[l];
-    for (const WeightMatrix* m :
-         {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
-      sum += touch_pages(*m);
-    }
-    bar.update(l + 2, total);
-  }
-  asm volatile("" : : "r"(sum));  // keep the reads
-}
-
 }  // namespace
 
 struct Engine::Impl {
@@ -100,7 +74,6 @@ struct Engine::Impl {
   explicit Impl(const EngineOptions& o) : options(o) {
     options.model = resolve_model_path(o.model);
     weights = std::make_shared<const ModelWeights>(load_model(options.model));
-    prefault_weights(*weights);
     const ModelConfig& mc = weights->config;
     threads = o.threads > 0 ? o.threads : physical_cores();
     omp_set_num_threads(threads);
@@ -134,7 +107,9 @@ struct Engine::Impl {
     tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
     kv_cache = std::make_unique<PagedKVCache>(
         LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size, kv_dtype));
-    model = std::make_unique<LlamaModel>(weights, *kv_cache, s.max_num_batched_tokens);
+    ProgressBar bar("loading " + options.model);
+    model = std::make_unique<LlamaModel>(weights, *kv_cache, s.max_num_batched_tokens,
+                                         [&bar](size_t done, size_t total) { bar.update(done, total); });
     core = std::make_unique<EngineCore>(config, *model);
   }
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 namespace pagedllm {
@@ -33,6 +34,15 @@ MappedFile::MappedFile(std::string name, std::vector<uint8_t> bytes)
     : path_(std::move(name)), owned_(std::move(bytes)) {
   data_ = owned_.data();
   size_ = owned_.size();
+}
+
+void MappedFile::release(size_t offset, size_t length) const {
+  if (!owned_.empty() || offset >= size_) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto start = reinterpret_cast<uintptr_t>(data_) + offset;
+  const uintptr_t first = (start + page - 1) / page * page;
+  const uintptr_t last = (start + std::min(length, size_ - offset)) / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

@@ -30,6 +30,9 @@ class MappedFile {
   size_t size() const { return size_; }
   const uint8_t* data() const { return data_; }
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // Drops the resident pages fully inside [offset, offset + length) (file-backed mappings only;
+  // they are read back from the file if touched again).
+  void release(size_t offset, size_t length) const;
 
  private:
   std::string path_;

@@ -15,8 +15,26 @@ KVCacheSpec LlamaModel::kv_cache_spec(const ModelConfig& c, int num_blocks, int 
   return KVCacheSpec{c.n_layers, num_blocks, block_size, c.n_kv_heads, c.head_dim, dtype};
 }
 
+namespace {
+
+// Once a weight lives in a packed copy, its pages of the mapped file are not needed: give them
+// back so that resident memory holds the weights once. (The embedding stays: rows are gathered
+// from it, and a tied output shares it.)
+void release_mapped_pages(const ModelWeights& w, const WeightMatrix& m) {
+  if (m.data == w.token_embedding.data) return;
+  const auto begin = reinterpret_cast<uintptr_t>(m.data);
+  const auto end = begin + m.row_stride() * static_cast<size_t>(m.rows);
+  for (const auto& file : w.files) {
+    const auto fb = reinterpret_cast<uintptr_t>(file->data());
+    if (begin < fb || end > fb + file->size()) continue;
+    file->release(begin - fb, end - begin);
+  }
+}
+
+}  // namespace
+
 LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache,
-                       int max_tokens)
+                       int max_tokens, const std::function<void(size_t, size_t)>& progress)
     : weights_(std::move(weights)), kv_cache_(kv_cache), max_tokens_(max_tokens) {
   const ModelConfig& c = weights_->config;
   const auto& spec = kv_cache.spec();
@@ -24,12 +42,19 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
       spec.head_size != c.head_dim) {
     throw std::invalid_argument("KV cache geometry does not match the model");
   }
+  const size_t total = weights_->layers.size() + 1;
   for (const LayerWeights& lw : weights_->layers) {
     linears_.push_back(LayerLinears{LinearLayer({&lw.wq, &lw.wk, &lw.wv}, {lw.bq, lw.bk, lw.bv}),
                                     LinearLayer({&lw.wo}), LinearLayer({&lw.w_gate, &lw.w_up}),
                                     LinearLayer({&lw.w_down})});
+    for (const WeightMatrix* m : {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
+      if (cpu::PackedMatrix::packable(m->dtype)) release_mapped_pages(*weights_, *m);
+    }
+    if (progress) progress(linears_.size(), total);
   }
   output_ = LinearLayer({&weights_->output});
+  if (cpu::PackedMatrix::packable(weights_->output.dtype)) release_mapped_pages(*weights_, weights_->output);
+  if (progress) progress(total, total);
   inv_freq_ = cpu::rope_inverse_frequencies(c);
   if (weights_->rope_freq_factors) {
     for (size_t i = 0; i < inv_freq_.size(); ++i) inv_freq_[i] /= weights_->rope_freq_factors[i];

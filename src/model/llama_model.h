@@ -4,6 +4,7 @@
 // only at logits_indices.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -17,7 +18,10 @@ namespace pagedllm {
 class LlamaModel : public Model {
  public:
   // max_tokens bounds the tokens of one step (the scheduler's max_num_batched_tokens).
-  LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache, int max_tokens);
+  // Packs the linear weights for the GEMM kernels (progress(done, total) per layer) and lets
+  // the kernel drop the mapped pages they came from.
+  LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache, int max_tokens,
+             const std::function<void(size_t, size_t)>& progress = {});
 
   int vocab_size() const override { return weights_->config.vocab_size; }
   void forward(const ModelInputs& inputs, std::span<float> logits) override;

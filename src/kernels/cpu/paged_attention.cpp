@@ -79,20 +79,36 @@ void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int
   const auto& s = c.spec;
   const T* kc = static_cast<const T*>(c.key);
   const T* vc = static_cast<const T*>(c.value);
-  const int D = s.head_size, x = s.x();
+  const int D = s.head_size, x = s.x(), bs = s.block_size;
+  if (count == kChunk && bs % kChunk == 0) {
+    // The whole chunk lies in one block: contiguous runs, no per-element index math.
+    const int64_t block = blocks[j0 / bs];
+    const int o0 = j0 % bs;
+    const T* kslab = kc + c.key_index(block, kv_head, 0, o0);
+    const T* vslab = vc + c.value_index(block, kv_head, 0, o0);
+    for (int d = 0; d < D; ++d) {
+      const T* ks = kslab + static_cast<size_t>(d / x) * bs * x + d % x;
+      const T* vs = vslab + static_cast<size_t>(d) * bs;
+      for (int o = 0; o < kChunk; ++o) {
+        kt[d * kChunk + o] = load(ks + o * x);
+        vt[d * kChunk + o] = load(vs + o);
+      }
+    }
+    return;
+  }
   for (int o = 0; o < kChunk; ++o) {
     if (o >= count) {
       for (int d = 0; d < D; ++d) kt[d * kChunk + o] = vt[d * kChunk + o] = 0.0f;
       continue;
     }
     const int j = j0 + o;
-    const int64_t block = blocks[j / s.block_size];
-    const int offset = j % s.block_size;
+    const int64_t block = blocks[j / bs];
+    const int offset = j % bs;
     const T* kbase = kc + c.key_index(block, kv_head, 0, offset);
     const T* vbase = vc + c.value_index(block, kv_head, 0, offset);
     for (int d = 0; d < D; ++d) {
-      kt[d * kChunk + o] = load(kbase + static_cast<size_t>(d / x) * s.block_size * x + d % x);
-      vt[d * kChunk + o] = load(vbase + static_cast<size_t>(d) * s.block_size);
+      kt[d * kChunk + o] = load(kbase + static_cast<size_t>(d / x) * bs * x + d % x);
+      vt[d * kChunk + o] = load(vbase + static_cast<size_t>(d) * bs);
     }
   }
 }

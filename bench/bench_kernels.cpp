@@ -1,0 +1,222 @@
+// Kernel micro-benchmarks, each next to its limit on this machine (2 threads: ~31 GB/s
+// streaming read, ~460 GFLOP/s f32 FMA peak; see docs/BENCHMARKS.md):
+//   GEMM   GFLOP/s (and weight GB/s for M = 1, which is bandwidth bound)
+//   attention decode at context 128 / 1k / 4k, prefill attention: GB/s of KV read, GFLOP/s
+//   RMSNorm / RoPE / SwiGLU: GB/s
+#include <benchmark/benchmark.h>
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/dequant.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/paged_attention.h"
+#include "kernels/kv_cache.h"
+
+namespace {
+
+using namespace pagedllm;
+
+std::vector<float> random_vector(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 0.02f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// args: M, N, K, bf16 (0/1)
+void BM_Gemm(benchmark::State& state) {
+  const int M = static_cast<int>(state.range(0)), N = static_cast<int>(state.range(1));
+  const int K = static_cast<int>(state.range(2));
+  const bool bf16 = state.range(3) != 0;
+  auto w32 = random_vector(static_cast<size_t>(N) * K, 1);
+  std::vector<uint16_t> w16;
+  WeightMatrix w{DType::kF32, N, K, w32.data()};
+  if (bf16) {
+    for (float v : w32) w16.push_back(cpu::f32_to_bf16(v));
+    w = WeightMatrix{DType::kBF16, N, K, w16.data()};
+  }
+  const cpu::PackedMatrix packed(w);
+  auto x = random_vector(static_cast<size_t>(M) * K, 2);
+  std::vector<float> y(static_cast<size_t>(M) * N);
+  for (auto _ : state) {
+    cpu::gemm_packed(x.data(), M, packed, y.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double flops = 2.0 * M * N * K;
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(static_cast<double>(packed.bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+// llama-110m (K=768: q/k/v/o 768, gate+up 4096, down K=2048) and llama-1b (K=2048: qkv 3072,
+// gate+up 16384, down K=8192), decode (M=1), batch 32 and prefill (M=512).
+BENCHMARK(BM_Gemm)
+    ->ArgNames({"M", "N", "K", "bf16"})
+    ->Args({1, 4096, 768, 0})->Args({1, 4096, 768, 1})
+    ->Args({32, 4096, 768, 0})->Args({32, 4096, 768, 1})
+    ->Args({512, 4096, 768, 0})->Args({512, 4096, 768, 1})
+    ->Args({1, 16384, 2048, 1})->Args({32, 16384, 2048, 1})->Args({128, 16384, 2048, 1})
+    ->Args({1, 2048, 8192, 1})->Args({512, 3072, 2048, 1})
+    ->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// args: context length, query tokens (1 = decode)
+void BM_PagedAttention(benchmark::State& state) {
+  const int ctx = static_cast<int>(state.range(0)), queries = static_cast<int>(state.range(1));
+  const int heads = 32, kv_heads = 8, D = 64, block = 16;
+  const int nblocks = (ctx + block - 1) / block;
+  KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, DType::kF32};
+  PagedKVCache cache(spec);
+  std::vector<int32_t> table(static_cast<size_t>(nblocks));
+  std::vector<int64_t> slots;
+  for (int b = 0; b < nblocks; ++b) table[static_cast<size_t>(b)] = b + 1;
+  for (int p = 0; p < ctx; ++p) slots.push_back(int64_t{table[static_cast<size_t>(p / block)]} * block + p % block);
+  auto kv = random_vector(static_cast<size_t>(ctx) * kv_heads * D, 3);
+  cpu::reshape_and_cache(kv.data(), kv.data(), slots, cache.layer(0));
+  auto q = random_vector(static_cast<size_t>(queries) * heads * D, 4);
+  std::vector<float> out(q.size());
+  std::vector<int32_t> positions;
+  for (int i = 0; i < queries; ++i) positions.push_back(ctx - queries + i);
+  const std::vector<int32_t> qsl = {0, queries};
+  cpu::AttentionBatch batch{1, qsl, positions, table, nblocks};
+  for (auto _ : state) {
+    cpu::paged_attention(q.data(), heads, batch, cache.layer(0), out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  double pairs = 0;
+  for (int p : positions) pairs += p + 1;
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * heads * D * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["KV_GB/s"] = benchmark::Counter(2.0 * ctx * kv_heads * D * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_PagedAttention)
+    ->ArgNames({"ctx", "queries"})
+    ->Args({128, 1})->Args({1024, 1})->Args({4096, 1})->Args({512, 512})
+    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_RmsNorm(benchmark::State& state) {
+  const int rows = 512, dim = 2048;
+  auto x = random_vector(static_cast<size_t>(rows) * dim, 5), w = random_vector(dim, 6);
+  std::vector<float> out(x.size());
+  for (auto _ : state) {
+    cpu::rms_norm(x.data(), w.data(), out.data(), rows, dim, 1e-5f);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(2.0 * x.size() * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_RmsNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_Rope(benchmark::State& state) {
+  const int tokens = 512, heads = 32, D = 64;
+  auto x = random_vector(static_cast<size_t>(tokens) * heads * D, 7);
+  std::vector<int32_t> pos(tokens);
+  for (int i = 0; i < tokens; ++i) pos[static_cast<size_t>(i)] = i;
+  ModelConfig c;
+  c.head_dim = D;
+  c.rope_theta = 500000.0f;
+  const auto inv = cpu::rope_inverse_frequencies(c);
+  for (auto _ : state) {
+    cpu::apply_rope(x.data(), tokens, heads, D, pos, inv, RopeStyle::kNeox);
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(2.0 * x.size() * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Rope)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+void BM_SwiGLU(benchmark::State& state) {
+  const size_t n = 512 * 8192;
+  auto gate = random_vector(n, 8), up = random_vector(n, 9);
+  for (auto _ : state) {
+    cpu::silu_mul(gate.data(), up.data(), static_cast<int64_t>(n));
+    benchmark::DoNotOptimize(gate.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(3.0 * n * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_SwiGLU)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// This machine's limits, measured the way the kernels use it.
+__attribute__((target("avx512f"))) double sum_avx512(const float* a, size_t n) {
+  __m512 acc[8];
+  for (auto& x : acc) x = _mm512_setzero_ps();
+  for (size_t i = 0; i + 128 <= n; i += 128) {
+    for (int j = 0; j < 8; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_load_ps(a + i + 16 * j));
+  }
+  alignas(64) float lanes[16];
+  __m512 s = acc[0];
+  for (int j = 1; j < 8; ++j) s = _mm512_add_ps(s, acc[j]);
+  _mm512_store_ps(lanes, s);
+  double total = 0.0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+// Streaming read of 2 GiB (far beyond any cache), 8 independent vector accumulators per thread.
+void BM_StreamRead(benchmark::State& state) {
+  if (!cpu::cpu_supports(cpu::Isa::kAvx512)) {
+    state.SkipWithError("no AVX-512");
+    return;
+  }
+  const size_t n = size_t{1} << 29;
+  float* a = static_cast<float*>(std::aligned_alloc(64, n * 4));
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) a[i] = 1.0f;
+  for (auto _ : state) {
+    double total = 0.0;
+#pragma omp parallel reduction(+ : total)
+    {
+      const size_t threads = static_cast<size_t>(omp_get_num_threads());
+      const size_t chunk = n / threads / 128 * 128;
+      const size_t t = static_cast<size_t>(omp_get_thread_num());
+      total += sum_avx512(a + t * chunk, chunk);
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  std::free(a);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(n) * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+__attribute__((target("avx512f,fma"))) double fma_chains(int64_t iters) {
+  __m512 acc[12];
+  for (auto& a : acc) a = _mm512_set1_ps(0.0f);
+  const __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (auto& a : acc) a = _mm512_fmadd_ps(x, a, y);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  double total = 0.0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+void BM_FmaPeakAvx512(benchmark::State& state) {
+  if (!cpu::cpu_supports(cpu::Isa::kAvx512)) {
+    state.SkipWithError("no AVX-512");
+    return;
+  }
+  const int64_t iters = 1 << 22;
+  for (auto _ : state) {
+    double total = 0.0;
+#pragma omp parallel reduction(+ : total)
+    total += fma_chains(iters);
+    benchmark::DoNotOptimize(total);
+  }
+  int threads = 1;
+#pragma omp parallel
+#pragma omp single
+  threads = omp_get_num_threads();
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 16 * 12 * static_cast<double>(iters) * threads * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_FmaPeakAvx512)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();
