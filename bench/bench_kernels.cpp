@@ -50,20 +50,28 @@ void BM_Gemm(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
   }
   const double flops = 2.0 * M * N * K;
-  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["weight_GB/s"] =
-      benchmark::Counter(static_cast<double>(packed.bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_GB/s"] = benchmark::Counter(static_cast<double>(packed.bytes()) * 1e-9,
+                                                     benchmark::Counter::kIsIterationInvariantRate);
 }
 // llama-110m (K=768: q/k/v/o 768, gate+up 4096, down K=2048) and llama-1b (K=2048: qkv 3072,
 // gate+up 16384, down K=8192), decode (M=1), batch 32 and prefill (M=512).
 BENCHMARK(BM_Gemm)
     ->ArgNames({"M", "N", "K", "bf16"})
-    ->Args({1, 4096, 768, 0})->Args({1, 4096, 768, 1})
-    ->Args({32, 4096, 768, 0})->Args({32, 4096, 768, 1})
-    ->Args({512, 4096, 768, 0})->Args({512, 4096, 768, 1})
-    ->Args({1, 16384, 2048, 1})->Args({32, 16384, 2048, 1})->Args({128, 16384, 2048, 1})
-    ->Args({1, 2048, 8192, 1})->Args({512, 3072, 2048, 1})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+    ->Args({1, 4096, 768, 0})
+    ->Args({1, 4096, 768, 1})
+    ->Args({32, 4096, 768, 0})
+    ->Args({32, 4096, 768, 1})
+    ->Args({512, 4096, 768, 0})
+    ->Args({512, 4096, 768, 1})
+    ->Args({1, 16384, 2048, 1})
+    ->Args({32, 16384, 2048, 1})
+    ->Args({128, 16384, 2048, 1})
+    ->Args({1, 2048, 8192, 1})
+    ->Args({512, 3072, 2048, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // args: context length, query tokens (1 = decode)
 void BM_PagedAttention(benchmark::State& state) {
@@ -75,7 +83,8 @@ void BM_PagedAttention(benchmark::State& state) {
   std::vector<int32_t> table(static_cast<size_t>(nblocks));
   std::vector<int64_t> slots;
   for (int b = 0; b < nblocks; ++b) table[static_cast<size_t>(b)] = b + 1;
-  for (int p = 0; p < ctx; ++p) slots.push_back(int64_t{table[static_cast<size_t>(p / block)]} * block + p % block);
+  for (int p = 0; p < ctx; ++p)
+    slots.push_back(int64_t{table[static_cast<size_t>(p / block)]} * block + p % block);
   auto kv = random_vector(static_cast<size_t>(ctx) * kv_heads * D, 3);
   cpu::reshape_and_cache(kv.data(), kv.data(), slots, cache.layer(0));
   auto q = random_vector(static_cast<size_t>(queries) * heads * D, 4);
@@ -90,13 +99,19 @@ void BM_PagedAttention(benchmark::State& state) {
   }
   double pairs = 0;
   for (int p : positions) pairs += p + 1;
-  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * heads * D * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["KV_GB/s"] = benchmark::Counter(2.0 * ctx * kv_heads * D * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * heads * D * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["KV_GB/s"] = benchmark::Counter(2.0 * ctx * kv_heads * D * 4 * 1e-9,
+                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
     ->ArgNames({"ctx", "queries"})
-    ->Args({128, 1})->Args({1024, 1})->Args({4096, 1})->Args({512, 512})
-    ->Unit(benchmark::kMicrosecond)->UseRealTime();
+    ->Args({128, 1})
+    ->Args({1024, 1})
+    ->Args({4096, 1})
+    ->Args({512, 512})
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_RmsNorm(benchmark::State& state) {
   const int rows = 512, dim = 2048;
@@ -106,7 +121,8 @@ void BM_RmsNorm(benchmark::State& state) {
     cpu::rms_norm(x.data(), w.data(), out.data(), rows, dim, 1e-5f);
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["GB/s"] = benchmark::Counter(2.0 * x.size() * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(2.0 * x.size() * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_RmsNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
@@ -123,7 +139,8 @@ void BM_Rope(benchmark::State& state) {
     cpu::apply_rope(x.data(), tokens, heads, D, pos, inv, RopeStyle::kNeox);
     benchmark::DoNotOptimize(x.data());
   }
-  state.counters["GB/s"] = benchmark::Counter(2.0 * x.size() * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(2.0 * x.size() * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_Rope)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
@@ -134,7 +151,8 @@ void BM_SwiGLU(benchmark::State& state) {
     cpu::silu_mul(gate.data(), up.data(), static_cast<int64_t>(n));
     benchmark::DoNotOptimize(gate.data());
   }
-  state.counters["GB/s"] = benchmark::Counter(3.0 * n * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(3.0 * n * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_SwiGLU)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
@@ -176,7 +194,8 @@ void BM_StreamRead(benchmark::State& state) {
     benchmark::DoNotOptimize(total);
   }
   std::free(a);
-  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(n) * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(n) * 4 * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -212,8 +231,9 @@ void BM_FmaPeakAvx512(benchmark::State& state) {
 #pragma omp parallel
 #pragma omp single
   threads = omp_get_num_threads();
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * 16 * 12 * static_cast<double>(iters) * threads * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * 16 * 12 * static_cast<double>(iters) * threads * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_FmaPeakAvx512)->Unit(benchmark::kMillisecond)->UseRealTime();
 

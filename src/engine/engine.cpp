@@ -108,8 +108,9 @@ struct Engine::Impl {
     kv_cache = std::make_unique<PagedKVCache>(
         LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size, kv_dtype));
     ProgressBar bar("loading " + options.model);
-    model = std::make_unique<LlamaModel>(weights, *kv_cache, s.max_num_batched_tokens,
-                                         [&bar](size_t done, size_t total) { bar.update(done, total); });
+    model = std::make_unique<LlamaModel>(
+        weights, *kv_cache, s.max_num_batched_tokens,
+        [&bar](size_t done, size_t total) { bar.update(done, total); });
     core = std::make_unique<EngineCore>(config, *model);
   }
 

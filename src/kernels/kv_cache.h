@@ -1,6 +1,12 @@
-// The paged KV cache storage, in vLLM's paged_attention_v1 layout (x = 16 bytes / element):
-//   key_cache   [num_blocks, num_kv_heads, head_size / x, block_size, x]
+// The paged KV cache storage. Values are always vLLM's paged_attention_v1 layout:
 //   value_cache [num_blocks, num_kv_heads, head_size, block_size]
+// Keys take one of two layouts:
+//   kHeadMajor (the default on CPU): like the values, [num_blocks, num_kv_heads, head_size,
+//     block_size]. For one dimension d, consecutive positions are contiguous, so a CPU kernel
+//     takes the dot products of 16 positions with one vector per d and reads K and V alike.
+//   kVllmX: paged_attention_v1's [num_blocks, num_kv_heads, head_size / x, block_size, x] with
+//     x = 16 bytes / element, the layout GPU kernels coalesce on. Measured on this CPU, it made
+//     the attention gather cost as much as the attention itself (docs/BENCHMARKS.md).
 // Elements are f32 or bf16. Slot s lives in block s / block_size at offset s % block_size.
 // Block 0 is never written with real data (it is the null block).
 #pragma once
@@ -13,6 +19,8 @@
 
 namespace pagedllm {
 
+enum class KeyLayout { kHeadMajor, kVllmX };
+
 struct KVCacheSpec {
   int num_layers = 0;
   int num_blocks = 0;
@@ -20,6 +28,7 @@ struct KVCacheSpec {
   int num_kv_heads = 0;
   int head_size = 0;
   DType dtype = DType::kF32;  // kF32 or kBF16
+  KeyLayout key_layout = KeyLayout::kHeadMajor;
 
   int element_size() const { return dtype == DType::kF32 ? 4 : 2; }
   int x() const { return 16 / element_size(); }
@@ -39,6 +48,7 @@ struct KVCacheLayer {
   KVCacheSpec spec;
 
   size_t key_index(int64_t block, int head, int d, int offset) const {
+    if (spec.key_layout == KeyLayout::kHeadMajor) return value_index(block, head, d, offset);
     const int x = spec.x();
     return static_cast<size_t>(
         (((block * spec.num_kv_heads + head) * (spec.head_size / x) + d / x) * spec.block_size +

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace pagedllm {
@@ -33,13 +34,14 @@ std::vector<float> dense_attention(const std::vector<float>& q, const std::vecto
   return out;
 }
 
-class PagedAttention : public ::testing::TestWithParam<DType> {};
+class PagedAttention : public ::testing::TestWithParam<std::tuple<DType, KeyLayout>> {};
 
 // One request, one kv head, scattered blocks: the paged kernel equals dense attention over
 // positions 0..p for every query position p; bf16 storage within bf16 rounding.
 TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
   const int D = 16, block = 4, len = 23;
-  KVCacheSpec spec{1, 16, block, 1, D, GetParam()};
+  const DType dtype = std::get<0>(GetParam());
+  KVCacheSpec spec{1, 16, block, 1, D, dtype, std::get<1>(GetParam())};
   PagedKVCache cache(spec);
   const std::vector<int32_t> blocks = {9, 3, 14, 1, 7, 11};  // logical -> physical
   std::mt19937 rng(5);
@@ -63,7 +65,7 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
   std::vector<float> out(q.size());
   cpu::AttentionBatch batch{1, qsl, positions, blocks, static_cast<int>(blocks.size())};
   cpu::paged_attention(q.data(), 1, batch, cache.layer(0), out.data());
-  const double tol = GetParam() == DType::kBF16 ? 2e-2 : 1e-5;
+  const double tol = dtype == DType::kBF16 ? 2e-2 : 1e-5;
   for (int p = 0; p < len; ++p) {
     const std::vector<float> qp(q.begin() + p * D, q.begin() + (p + 1) * D);
     const auto ref = dense_attention(qp, k, v, p + 1, D);
@@ -74,11 +76,18 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(KvDtypes, PagedAttention, ::testing::Values(DType::kF32, DType::kBF16),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+INSTANTIATE_TEST_SUITE_P(KvDtypesAndLayouts, PagedAttention,
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16),
+                                            ::testing::Values(KeyLayout::kHeadMajor,
+                                                              KeyLayout::kVllmX)),
+                         [](const auto& info) {
+                           return std::string(to_string(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) == KeyLayout::kHeadMajor ? "_HeadMajor"
+                                                                                    : "_VllmX");
+                         });
 
 // Batch invariance across block sizes rests on this: the same context stored in blocks of 1, 3,
-// 16 or 32 gives bit-identical outputs for every query position.
+// 16 or 32, in either key layout, gives bit-identical outputs for every query position.
 TEST(PagedAttention, OutputBitsDoNotDependOnTheBlockSize) {
   const int D = 32, len = 70, heads = 4, kv_heads = 2;
   std::mt19937 rng(9);
@@ -92,9 +101,14 @@ TEST(PagedAttention, OutputBitsDoNotDependOnTheBlockSize) {
   for (int p = 0; p < len; ++p) positions[static_cast<size_t>(p)] = p;
   const std::vector<int32_t> qsl = {0, len};
   std::vector<float> first;
-  for (int block : {1, 3, 16, 32}) {
+  for (auto [block, layout] : std::vector<std::pair<int, KeyLayout>>{{1, KeyLayout::kHeadMajor},
+                                                                     {3, KeyLayout::kHeadMajor},
+                                                                     {16, KeyLayout::kHeadMajor},
+                                                                     {32, KeyLayout::kHeadMajor},
+                                                                     {16, KeyLayout::kVllmX},
+                                                                     {32, KeyLayout::kVllmX}}) {
     const int nblocks = (len + block - 1) / block;
-    KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, DType::kF32};
+    KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, DType::kF32, layout};
     PagedKVCache cache(spec);
     std::vector<int32_t> table(static_cast<size_t>(nblocks));
     for (int b = 0; b < nblocks; ++b) table[static_cast<size_t>(b)] = nblocks - b;  // reversed
@@ -108,7 +122,8 @@ TEST(PagedAttention, OutputBitsDoNotDependOnTheBlockSize) {
     if (first.empty()) {
       first = out;
     } else {
-      EXPECT_EQ(std::memcmp(first.data(), out.data(), out.size() * 4), 0) << "block size " << block;
+      EXPECT_EQ(std::memcmp(first.data(), out.data(), out.size() * 4), 0)
+          << "block size " << block << (layout == KeyLayout::kVllmX ? " vLLM layout" : "");
     }
   }
 }

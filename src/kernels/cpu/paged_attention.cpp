@@ -86,12 +86,16 @@ void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int
     const int o0 = j0 % bs;
     const T* kslab = kc + c.key_index(block, kv_head, 0, o0);
     const T* vslab = vc + c.value_index(block, kv_head, 0, o0);
+    const bool head_major = s.key_layout == KeyLayout::kHeadMajor;
     for (int d = 0; d < D; ++d) {
-      const T* ks = kslab + static_cast<size_t>(d / x) * bs * x + d % x;
       const T* vs = vslab + static_cast<size_t>(d) * bs;
-      for (int o = 0; o < kChunk; ++o) {
-        kt[d * kChunk + o] = load(ks + o * x);
-        vt[d * kChunk + o] = load(vs + o);
+      for (int o = 0; o < kChunk; ++o) vt[d * kChunk + o] = load(vs + o);
+      if (head_major) {
+        const T* ks = kslab + static_cast<size_t>(d) * bs;
+        for (int o = 0; o < kChunk; ++o) kt[d * kChunk + o] = load(ks + o);
+      } else {
+        const T* ks = kslab + static_cast<size_t>(d / x) * bs * x + d % x;
+        for (int o = 0; o < kChunk; ++o) kt[d * kChunk + o] = load(ks + o * x);
       }
     }
     return;
@@ -107,7 +111,9 @@ void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int
     const T* kbase = kc + c.key_index(block, kv_head, 0, offset);
     const T* vbase = vc + c.value_index(block, kv_head, 0, offset);
     for (int d = 0; d < D; ++d) {
-      kt[d * kChunk + o] = load(kbase + static_cast<size_t>(d / x) * bs * x + d % x);
+      kt[d * kChunk + o] = load(kbase + (s.key_layout == KeyLayout::kHeadMajor
+                                             ? static_cast<size_t>(d) * bs
+                                             : static_cast<size_t>(d / x) * bs * x + d % x));
       vt[d * kChunk + o] = load(vbase + static_cast<size_t>(d) * bs);
     }
   }
