@@ -25,10 +25,9 @@ inline __m512 load_panel_row(const PackedMatrix& w, int panel, int k) {
 
 template <int MR, int NP, bool kBf16>
 void tile(const TileArgs& a) {
-  __m512 total[MR][NP];
-  for (int m = 0; m < MR; ++m) {
-    for (int q = 0; q < NP; ++q) total[m][q] = _mm512_setzero_ps();
-  }
+  // Partial sums live in registers (MR * NP <= 8); block totals in memory. (8-row tiles measured
+  // slower here: 620 vs 720 tok/s on the batched benchmark.)
+  alignas(64) float total[MR][NP][16] = {};
   for (int k0 = 0; k0 < a.K; k0 += kKBlock) {
     const int k1 = std::min(a.K, k0 + kKBlock);
     __m512 part[MR][NP];
@@ -44,17 +43,19 @@ void tile(const TileArgs& a) {
       }
     }
     for (int m = 0; m < MR; ++m) {
-      for (int q = 0; q < NP; ++q) total[m][q] = _mm512_add_ps(total[m][q], part[m][q]);
+      for (int q = 0; q < NP; ++q) {
+        _mm512_store_ps(total[m][q], _mm512_add_ps(_mm512_load_ps(total[m][q]), part[m][q]));
+      }
     }
   }
   for (int q = 0; q < NP; ++q) {
     const int n0 = (a.p + q) * PackedMatrix::kPanel;
     const int valid = std::clamp(a.n_end - n0, 0, PackedMatrix::kPanel);
     const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+    // Without bias add +0.0, as the reference's `total + 0.0f` does.
     const __m512 b = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + n0) : _mm512_setzero_ps();
     for (int m = 0; m < MR; ++m) {
-      const __m512 out =
-          a.bias ? _mm512_add_ps(total[m][q], b) : _mm512_add_ps(total[m][q], _mm512_setzero_ps());
+      const __m512 out = _mm512_add_ps(_mm512_load_ps(total[m][q]), b);
       _mm512_mask_storeu_ps(a.y + static_cast<size_t>(m) * a.ldy + n0, mask, out);
     }
   }
