@@ -1,10 +1,9 @@
-// A linear layer as the model uses it: packed for the GEMM kernels where the weight type allows
-// (F32, F16, BF16), else read in place through the dequantizing kernel (Q8_0, Q4_0). Several
+// A linear layer as the model uses it: weights packed once for the GEMM kernels. Several
 // weights with the same input can be fused into one layer (QKV, gate/up): their outputs come
-// out side by side in each row.
+// out side by side in each row. Weights of one storage class are packed together; a mix (say a
+// Q8_0 file with an F32 fallback tensor) is packed per part and interleaved.
 #pragma once
 
-#include <memory>
 #include <vector>
 
 #include "kernels/cpu/packed_matrix.h"
@@ -24,8 +23,7 @@ class LinearLayer {
 
  private:
   int out_features_ = 0;
-  std::unique_ptr<cpu::PackedMatrix> packed_;
-  std::vector<WeightMatrix> unpacked_;  // used when the type cannot be packed
+  std::vector<cpu::PackedMatrix> parts_;
   std::vector<float> bias_;
   mutable std::vector<float> scratch_;  // apply() is const but reuses this buffer
 };

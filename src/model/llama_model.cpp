@@ -5,7 +5,6 @@
 
 #include "kernels/cpu/dequant.h"
 #include "kernels/cpu/elementwise.h"
-#include "kernels/cpu/linear.h"
 #include "kernels/cpu/paged_attention.h"
 
 namespace pagedllm {
@@ -49,13 +48,12 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
                                     LinearLayer({&lw.w_down})});
     for (const WeightMatrix* m :
          {&lw.wq, &lw.wk, &lw.wv, &lw.wo, &lw.w_gate, &lw.w_up, &lw.w_down}) {
-      if (cpu::PackedMatrix::packable(m->dtype)) release_mapped_pages(*weights_, *m);
+      release_mapped_pages(*weights_, *m);
     }
     if (progress) progress(linears_.size(), total);
   }
   output_ = LinearLayer({&weights_->output});
-  if (cpu::PackedMatrix::packable(weights_->output.dtype))
-    release_mapped_pages(*weights_, weights_->output);
+  release_mapped_pages(*weights_, weights_->output);
   if (progress) progress(total, total);
   inv_freq_ = cpu::rope_inverse_frequencies(c);
   if (weights_->rope_freq_factors) {

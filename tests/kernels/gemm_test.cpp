@@ -13,8 +13,9 @@ namespace pagedllm::cpu {
 namespace {
 
 struct Weights {
-  std::vector<float> f32;  // as used (bf16-rounded when bf16)
+  std::vector<float> f32;  // the values as stored (rounded or dequantized)
   std::vector<uint16_t> bf16;
+  std::vector<uint8_t> quantized;
   WeightMatrix matrix;
 };
 
@@ -27,6 +28,16 @@ Weights random_weights(int N, int K, DType dtype, std::mt19937& rng) {
     for (float v : w.f32) w.bf16.push_back(f32_to_bf16(v));
     for (size_t i = 0; i < w.f32.size(); ++i) w.f32[i] = bf16_to_f32(w.bf16[i]);
     w.matrix = WeightMatrix{DType::kBF16, N, K, w.bf16.data()};
+  } else if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) {
+    const size_t rb = row_bytes(dtype, K);
+    w.quantized.resize(rb * static_cast<size_t>(N));
+    for (int r = 0; r < N; ++r) {
+      quantize_row(dtype, w.f32.data() + static_cast<size_t>(r) * K, w.quantized.data() + r * rb,
+                   K);
+      dequantize_row(dtype, w.quantized.data() + r * rb, w.f32.data() + static_cast<size_t>(r) * K,
+                     K);
+    }
+    w.matrix = WeightMatrix{dtype, N, K, w.quantized.data()};
   } else {
     w.matrix = WeightMatrix{DType::kF32, N, K, w.f32.data()};
   }
@@ -45,10 +56,12 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
   std::mt19937 rng(3);
   std::normal_distribution<float> n(0.0f, 1.0f);
   int compared = 0;
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    const bool quantized = dtype == DType::kQ8_0 || dtype == DType::kQ4_0;
     for (int M : {1, 2, 3, 5, 9}) {
       for (int N : {1, 15, 16, 17, 40}) {
-        for (int K : {1, 7, 255, 256, 257, 600}) {
+        for (int K : {1, 7, 32, 255, 256, 257, 320, 600}) {
+          if (quantized && K % 32 != 0) continue;
           const Weights w = random_weights(N, K, dtype, rng);
           const PackedMatrix packed(w.matrix);
           std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
@@ -79,7 +92,7 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
       }
     }
   }
-  EXPECT_GT(compared, 300);
+  EXPECT_GT(compared, 500);
 }
 
 TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {

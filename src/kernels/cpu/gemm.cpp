@@ -11,7 +11,18 @@ namespace {
 
 float weight_at(const PackedMatrix& w, int p, int k, int j) {
   const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(j);
-  return w.is_bf16() ? bf16_to_f32(w.bf16_panel(p)[i]) : w.f32_panel(p)[i];
+  switch (w.storage()) {
+    case PanelStorage::kBF16:
+      return bf16_to_f32(w.bf16_panel(p)[i]);
+    case PanelStorage::kInt8: {
+      const float scale = w.scale_panel(
+          p)[static_cast<size_t>(k / PackedMatrix::kQuantBlock) * PackedMatrix::kPanel +
+             static_cast<size_t>(j)];
+      return scale * static_cast<float>(w.int8_panel(p)[i]);
+    }
+    default:
+      return w.f32_panel(p)[i];
+  }
 }
 
 }  // namespace

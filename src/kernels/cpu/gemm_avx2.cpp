@@ -13,10 +13,18 @@ namespace {
 
 constexpr int kHalves = PackedMatrix::kPanel / 8;
 
-template <bool kBf16>
+template <PanelStorage kS>
 inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
   const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(h) * 8;
-  if constexpr (kBf16) {
+  if constexpr (kS == PanelStorage::kInt8) {
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.int8_panel(panel) + i));
+    const __m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+    const float* scales =
+        w.scale_panel(panel) +
+        static_cast<size_t>(k / PackedMatrix::kQuantBlock) * PackedMatrix::kPanel +
+        static_cast<size_t>(h) * 8;
+    return _mm256_mul_ps(_mm256_load_ps(scales), qf);
+  } else if constexpr (kS == PanelStorage::kBF16) {
     const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(w.bf16_panel(panel) + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
   } else {
@@ -24,7 +32,7 @@ inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
   }
 }
 
-template <int MR, int NP, bool kBf16>
+template <int MR, int NP, PanelStorage kS>
 void rows(const TileArgs& a, int m_offset) {
   constexpr int V = NP * kHalves;
   alignas(32) float total[MR][V * 8] = {};
@@ -36,7 +44,7 @@ void rows(const TileArgs& a, int m_offset) {
     }
     for (int k = k0; k < k1; ++k) {
       __m256 w[V];
-      for (int v = 0; v < V; ++v) w[v] = load_half<kBf16>(*a.w, a.p + v / kHalves, k, v % kHalves);
+      for (int v = 0; v < V; ++v) w[v] = load_half<kS>(*a.w, a.p + v / kHalves, k, v % kHalves);
       for (int m = 0; m < MR; ++m) {
         const __m256 xb = _mm256_set1_ps(a.x[static_cast<size_t>(m_offset + m) * a.ldx + k]);
         for (int v = 0; v < V; ++v) part[m][v] = _mm256_fmadd_ps(xb, w[v], part[m][v]);
@@ -59,14 +67,14 @@ void rows(const TileArgs& a, int m_offset) {
   }
 }
 
-template <bool kBf16>
+template <PanelStorage kS>
 void dispatch(const TileArgs& a) {
   for (int m = 0; m < a.mr; m += 2) {
     const bool pair = m + 1 < a.mr;
     if (a.np == 2) {
-      pair ? rows<2, 2, kBf16>(a, m) : rows<1, 2, kBf16>(a, m);
+      pair ? rows<2, 2, kS>(a, m) : rows<1, 2, kS>(a, m);
     } else {
-      pair ? rows<2, 1, kBf16>(a, m) : rows<1, 1, kBf16>(a, m);
+      pair ? rows<2, 1, kS>(a, m) : rows<1, 1, kS>(a, m);
     }
   }
 }
@@ -74,10 +82,13 @@ void dispatch(const TileArgs& a) {
 }  // namespace
 
 void gemm_tile_avx2(const TileArgs& a) {
-  if (a.w->is_bf16()) {
-    dispatch<true>(a);
-  } else {
-    dispatch<false>(a);
+  switch (a.w->storage()) {
+    case PanelStorage::kBF16:
+      return dispatch<PanelStorage::kBF16>(a);
+    case PanelStorage::kInt8:
+      return dispatch<PanelStorage::kInt8>(a);
+    default:
+      return dispatch<PanelStorage::kF32>(a);
   }
 }
 
