@@ -56,7 +56,7 @@ SamplingParams fixed_length(int max_tokens) {
 
 std::string machine_line(const Engine& e) {
   std::ostringstream os;
-  os << "pagedllm bench: " << e.describe() << " isa=generic-f32-dot";
+  os << "pagedllm bench: " << e.describe();
   return os.str();
 }
 

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "engine/engine_core.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/kv_cache.h"
 #include "loader/hf_cache.h"
 #include "loader/load_model.h"
@@ -269,7 +270,8 @@ std::string Engine::describe() const {
      << " max_num_batched_tokens=" << c.scheduler.max_num_batched_tokens
      << " max_num_seqs=" << c.scheduler.max_num_seqs
      << " prefix_caching=" << (c.cache.enable_prefix_caching ? "on" : "off")
-     << " chunked_prefill=" << (c.scheduler.enable_chunked_prefill ? "on" : "off");
+     << " chunked_prefill=" << (c.scheduler.enable_chunked_prefill ? "on" : "off")
+     << " isa=" << cpu::to_string(cpu::active_isa()) << " cpu=[" << cpu::cpu_flags_summary() << "]";
   return os.str();
 }
 

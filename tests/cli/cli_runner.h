@@ -16,9 +16,11 @@ struct CliResult {
   std::string out, err;
 };
 
-inline CliResult run_cli(const std::string& args) {
+// env: optional "NAME=value ..." assignments for the command.
+inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   const std::string err_path = testing::TempDir() + "/pagedllm_cli_stderr.txt";
-  const std::string cmd = std::string(PAGEDLLM_BINARY) + " " + args + " 2>" + err_path;
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(PAGEDLLM_BINARY) +
+                          " " + args + " 2>" + err_path;
   CliResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::array<char, 4096> buf{};

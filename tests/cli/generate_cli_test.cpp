@@ -45,6 +45,20 @@ TEST(GenerateCli, JsonGreedyIdsMatchTheReferenceForEveryFormat) {
   }
 }
 
+// Runtime ISA dispatch: every path this CPU can run gives the same greedy tokens.
+TEST(GenerateCli, EveryForcedIsaPathGivesTheReferenceTokens) {
+  const json e = expected("stories260K");
+  for (const char* isa : {"generic", "avx2", "avx512"}) {
+    const auto r =
+        run_cli("generate --model " + test::model_path("stories260K/stories260K.gguf") +
+                    " --prompt-ids 1 --temperature 0 --max-tokens 60 --ignore-eos --json",
+                std::string("PAGEDLLM_ISA=") + isa);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto ids = json_lines(r.out)[0]["token_ids"];
+    for (int i = 0; i < 60; ++i) ASSERT_EQ(ids[i], e["greedy_ids"][i]) << isa << " token " << i;
+  }
+}
+
 TEST(GenerateCli, PromptsFileRunsInInputOrderWithLogprobs) {
   const std::string file =
       test::write_temp("prompts.jsonl",
