@@ -9,7 +9,10 @@ PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
   if (spec.dtype != DType::kF32 && spec.dtype != DType::kBF16) {
     throw std::invalid_argument("KV cache dtype must be f32 or bf16");
   }
-  if (spec.key_layout == KeyLayout::kVllmX && spec.head_size % spec.x() != 0) {
+  if (spec.head_size <= 0 || spec.head_size > 512) {
+    throw std::invalid_argument("head_size must be in [1, 512] for the CPU attention kernel");
+  }
+  if (spec.layout == KVLayout::kVllmV1 && spec.head_size % spec.x() != 0) {
     throw std::invalid_argument("head_size must be a multiple of " + std::to_string(spec.x()) +
                                 " for the paged KV layout");
   }

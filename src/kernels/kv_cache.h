@@ -1,12 +1,13 @@
-// The paged KV cache storage. Values are always vLLM's paged_attention_v1 layout:
-//   value_cache [num_blocks, num_kv_heads, head_size, block_size]
-// Keys take one of two layouts:
-//   kHeadMajor (the default on CPU): like the values, [num_blocks, num_kv_heads, head_size,
-//     block_size]. For one dimension d, consecutive positions are contiguous, so a CPU kernel
-//     takes the dot products of 16 positions with one vector per d and reads K and V alike.
-//   kVllmX: paged_attention_v1's [num_blocks, num_kv_heads, head_size / x, block_size, x] with
-//     x = 16 bytes / element, the layout GPU kernels coalesce on. Measured on this CPU, it made
-//     the attention gather cost as much as the attention itself (docs/BENCHMARKS.md).
+// The paged KV cache storage, in one of two layouts (one kernel interface for both):
+//   kCpu (the default): keys   [num_blocks, num_kv_heads, head_size, block_size]
+//                       values [num_blocks, num_kv_heads, block_size, head_size]
+//     For one dimension d, the keys of consecutive positions are contiguous, so Q.K takes 16
+//     positions per vector; for one position, its value vector is contiguous, so P.V runs over d.
+//   kVllmV1: vLLM's paged_attention_v1 layout, what GPU kernels coalesce on:
+//                       keys   [num_blocks, num_kv_heads, head_size / x, block_size, x]
+//                       values [num_blocks, num_kv_heads, head_size, block_size]
+//     with x = 16 bytes / element. Measured on this CPU, its attention gather cost as much as
+//     the attention itself (docs/BENCHMARKS.md).
 // Elements are f32 or bf16. Slot s lives in block s / block_size at offset s % block_size.
 // Block 0 is never written with real data (it is the null block).
 #pragma once
@@ -19,7 +20,7 @@
 
 namespace pagedllm {
 
-enum class KeyLayout { kHeadMajor, kVllmX };
+enum class KVLayout { kCpu, kVllmV1 };
 
 struct KVCacheSpec {
   int num_layers = 0;
@@ -28,7 +29,7 @@ struct KVCacheSpec {
   int num_kv_heads = 0;
   int head_size = 0;
   DType dtype = DType::kF32;  // kF32 or kBF16
-  KeyLayout key_layout = KeyLayout::kHeadMajor;
+  KVLayout layout = KVLayout::kCpu;
 
   int element_size() const { return dtype == DType::kF32 ? 4 : 2; }
   int x() const { return 16 / element_size(); }
@@ -48,7 +49,7 @@ struct KVCacheLayer {
   KVCacheSpec spec;
 
   size_t key_index(int64_t block, int head, int d, int offset) const {
-    if (spec.key_layout == KeyLayout::kHeadMajor) return value_index(block, head, d, offset);
+    if (spec.layout == KVLayout::kCpu) return head_major(block, head, d, offset);
     const int x = spec.x();
     return static_cast<size_t>(
         (((block * spec.num_kv_heads + head) * (spec.head_size / x) + d / x) * spec.block_size +
@@ -57,6 +58,12 @@ struct KVCacheLayer {
         d % x);
   }
   size_t value_index(int64_t block, int head, int d, int offset) const {
+    if (spec.layout == KVLayout::kVllmV1) return head_major(block, head, d, offset);
+    return static_cast<size_t>(
+        ((block * spec.num_kv_heads + head) * spec.block_size + offset) * spec.head_size + d);
+  }
+  // [blocks, heads, head_size, block_size]
+  size_t head_major(int64_t block, int head, int d, int offset) const {
     return static_cast<size_t>(
         ((block * spec.num_kv_heads + head) * spec.head_size + d) * spec.block_size + offset);
   }

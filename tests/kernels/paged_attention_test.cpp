@@ -34,7 +34,7 @@ std::vector<float> dense_attention(const std::vector<float>& q, const std::vecto
   return out;
 }
 
-class PagedAttention : public ::testing::TestWithParam<std::tuple<DType, KeyLayout>> {};
+class PagedAttention : public ::testing::TestWithParam<std::tuple<DType, KVLayout>> {};
 
 // One request, one kv head, scattered blocks: the paged kernel equals dense attention over
 // positions 0..p for every query position p; bf16 storage within bf16 rounding.
@@ -78,12 +78,10 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(KvDtypesAndLayouts, PagedAttention,
                          ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16),
-                                            ::testing::Values(KeyLayout::kHeadMajor,
-                                                              KeyLayout::kVllmX)),
+                                            ::testing::Values(KVLayout::kCpu, KVLayout::kVllmV1)),
                          [](const auto& info) {
                            return std::string(to_string(std::get<0>(info.param))) +
-                                  (std::get<1>(info.param) == KeyLayout::kHeadMajor ? "_HeadMajor"
-                                                                                    : "_VllmX");
+                                  (std::get<1>(info.param) == KVLayout::kCpu ? "_Cpu" : "_VllmV1");
                          });
 
 // Batch invariance across block sizes rests on this: the same context stored in blocks of 1, 3,
@@ -101,12 +99,12 @@ TEST(PagedAttention, OutputBitsDoNotDependOnTheBlockSize) {
   for (int p = 0; p < len; ++p) positions[static_cast<size_t>(p)] = p;
   const std::vector<int32_t> qsl = {0, len};
   std::vector<float> first;
-  for (auto [block, layout] : std::vector<std::pair<int, KeyLayout>>{{1, KeyLayout::kHeadMajor},
-                                                                     {3, KeyLayout::kHeadMajor},
-                                                                     {16, KeyLayout::kHeadMajor},
-                                                                     {32, KeyLayout::kHeadMajor},
-                                                                     {16, KeyLayout::kVllmX},
-                                                                     {32, KeyLayout::kVllmX}}) {
+  for (auto [block, layout] : std::vector<std::pair<int, KVLayout>>{{1, KVLayout::kCpu},
+                                                                    {3, KVLayout::kCpu},
+                                                                    {16, KVLayout::kCpu},
+                                                                    {32, KVLayout::kCpu},
+                                                                    {16, KVLayout::kVllmV1},
+                                                                    {32, KVLayout::kVllmV1}}) {
     const int nblocks = (len + block - 1) / block;
     KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, DType::kF32, layout};
     PagedKVCache cache(spec);
@@ -123,7 +121,7 @@ TEST(PagedAttention, OutputBitsDoNotDependOnTheBlockSize) {
       first = out;
     } else {
       EXPECT_EQ(std::memcmp(first.data(), out.data(), out.size() * 4), 0)
-          << "block size " << block << (layout == KeyLayout::kVllmX ? " vLLM layout" : "");
+          << "block size " << block << (layout == KVLayout::kVllmV1 ? " vLLM v1 layout" : "");
     }
   }
 }

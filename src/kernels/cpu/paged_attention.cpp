@@ -50,6 +50,7 @@ void reshape_and_cache_impl(const float* key, const float* value,
 }
 
 constexpr int kChunk = 16;  // context positions processed together
+constexpr int kMaxHeadSize = 512;
 
 // exp(x) for x <= 0 (softmax arguments), a Cephes-style range reduction and polynomial written
 // without libm so that it vectorizes and gives the same bits in every compiled version.
@@ -71,50 +72,38 @@ inline float exp_nonpositive(float x) {
   return p;
 }
 
-// K and V of 16 consecutive context positions as [D][16] tiles (position-minor), read from
-// the cache whatever the block size, so the arithmetic never depends on it.
+// K of 16 consecutive context positions as a [D][16] tile and V as a [16][D] tile, read from
+// the cache whatever its layout or block size, so the arithmetic never depends on either.
 template <typename T>
 void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int j0, int count,
                   float* kt, float* vt) {
   const auto& s = c.spec;
   const T* kc = static_cast<const T*>(c.key);
   const T* vc = static_cast<const T*>(c.value);
-  const int D = s.head_size, x = s.x(), bs = s.block_size;
-  if (count == kChunk && bs % kChunk == 0) {
-    // The whole chunk lies in one block: contiguous runs, no per-element index math.
+  const int D = s.head_size, bs = s.block_size;
+  if (count == kChunk && bs % kChunk == 0 && s.layout == KVLayout::kCpu) {
+    // The whole chunk lies in one block: contiguous runs only.
     const int64_t block = blocks[j0 / bs];
     const int o0 = j0 % bs;
     const T* kslab = kc + c.key_index(block, kv_head, 0, o0);
-    const T* vslab = vc + c.value_index(block, kv_head, 0, o0);
-    const bool head_major = s.key_layout == KeyLayout::kHeadMajor;
     for (int d = 0; d < D; ++d) {
-      const T* vs = vslab + static_cast<size_t>(d) * bs;
-      for (int o = 0; o < kChunk; ++o) vt[d * kChunk + o] = load(vs + o);
-      if (head_major) {
-        const T* ks = kslab + static_cast<size_t>(d) * bs;
-        for (int o = 0; o < kChunk; ++o) kt[d * kChunk + o] = load(ks + o);
-      } else {
-        const T* ks = kslab + static_cast<size_t>(d / x) * bs * x + d % x;
-        for (int o = 0; o < kChunk; ++o) kt[d * kChunk + o] = load(ks + o * x);
-      }
+      const T* ks = kslab + static_cast<size_t>(d) * bs;
+      for (int o = 0; o < kChunk; ++o) kt[d * kChunk + o] = load(ks + o);
     }
+    const T* vslab = vc + c.value_index(block, kv_head, 0, o0);
+    for (int i = 0; i < kChunk * D; ++i) vt[i] = load(vslab + i);
     return;
   }
   for (int o = 0; o < kChunk; ++o) {
     if (o >= count) {
-      for (int d = 0; d < D; ++d) kt[d * kChunk + o] = vt[d * kChunk + o] = 0.0f;
+      for (int d = 0; d < D; ++d) kt[d * kChunk + o] = vt[o * D + d] = 0.0f;
       continue;
     }
-    const int j = j0 + o;
-    const int64_t block = blocks[j / bs];
-    const int offset = j % bs;
-    const T* kbase = kc + c.key_index(block, kv_head, 0, offset);
-    const T* vbase = vc + c.value_index(block, kv_head, 0, offset);
+    const int64_t block = blocks[(j0 + o) / bs];
+    const int offset = (j0 + o) % bs;
     for (int d = 0; d < D; ++d) {
-      kt[d * kChunk + o] = load(kbase + (s.key_layout == KeyLayout::kHeadMajor
-                                             ? static_cast<size_t>(d) * bs
-                                             : static_cast<size_t>(d / x) * bs * x + d % x));
-      vt[d * kChunk + o] = load(vbase + static_cast<size_t>(d) * bs);
+      kt[d * kChunk + o] = load(kc + c.key_index(block, kv_head, d, offset));
+      vt[o * D + d] = load(vc + c.value_index(block, kv_head, d, offset));
     }
   }
 }
@@ -148,11 +137,15 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void attend_chunks(
     for (int o = 0; o < kChunk; ++o) chunk_sum += p[o];
     *running_sum = *running_sum * correction + chunk_sum;
     *running_max = new_max;
-    for (int d = 0; d < D; ++d) {
-      float v = 0.0f;
-      for (int o = 0; o < kChunk; ++o) v += p[o] * vt[d * kChunk + o];
-      acc[d] = acc[d] * correction + v;
+    // v[d] = sum over o in order of p[o] * V[o][d]: a vector loop over d for each o.
+    float v[kMaxHeadSize];
+    for (int d = 0; d < D; ++d) v[d] = 0.0f;
+    for (int o = 0; o < kChunk; ++o) {
+      const float po = p[o];
+      const float* vo = vt + o * D;
+      for (int d = 0; d < D; ++d) v[d] += po * vo[d];
     }
+    for (int d = 0; d < D; ++d) acc[d] = acc[d] * correction + v[d];
   }
 }
 
