@@ -1,5 +1,7 @@
 #include "kernels/cpu/cpu_features.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -70,13 +72,18 @@ std::string cpu_flags_summary() {
   auto add = [&s](bool on, const char* name) {
     if (on) s += (s.empty() ? "" : " ") + std::string(name);
   };
+  // CPUID leaf 7 directly: compilers disagree on the feature names they accept.
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool leaf7 = __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  const bool leaf7_1 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) != 0;
   add(__builtin_cpu_supports("avx2"), "avx2");
   add(__builtin_cpu_supports("fma"), "fma");
   add(__builtin_cpu_supports("avx512f"), "avx512f");
   add(__builtin_cpu_supports("avx512bw"), "avx512bw");
-  add(__builtin_cpu_supports("avx512vnni"), "avx512vnni");
-  add(__builtin_cpu_supports("avx512bf16"), "avx512_bf16");
-  add(__builtin_cpu_supports("amx-tile"), "amx");
+  add(leaf7 && (c & (1u << 11)), "avx512_vnni");
+  add(leaf7_1 && (a1 & (1u << 5)), "avx512_bf16");
+  add(leaf7 && (d & (1u << 24)), "amx_tile");
   return s;
 }
 
