@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -108,49 +109,86 @@ void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int
   }
 }
 
-// One query head of one token over its context 0..pos. Every step's order is fixed by pos
-// alone: scores sum over d in order; chunks of 16 positions update a running max and sum.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_chunks(
-    const float* q, int D, int pos, float scale, const float* kts, const float* vts, int num_chunks,
-    float* running_max, float* running_sum, float* acc) {
-  for (int ch = 0; ch < num_chunks; ++ch) {
+// One query head of one token against its context 0..pos, with its online-softmax state.
+struct QueryState {
+  const float* q;
+  int pos;
+  float running_max;
+  float running_sum;
+  float* acc;
+};
+
+// Chunks [ch_begin, ch_end) of the context for NQ queries at once: the queries' chains are
+// independent, which keeps the FMA units busy. Each query sees exactly the operations it would
+// see alone (scores sum over d in order; chunks update a running max and sum in order), so its
+// result never depends on which queries share the call.
+template <int NQ>
+[[gnu::always_inline]] inline void attend_chunk_range(QueryState* qs, int D, float scale,
+                                                      const float* kts, const float* vts,
+                                                      int ch_begin, int ch_end) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int ch = ch_begin; ch < ch_end; ++ch) {
     const float* kt = kts + static_cast<size_t>(ch) * D * kChunk;
     const float* vt = vts + static_cast<size_t>(ch) * D * kChunk;
-    float s[kChunk] = {};
+    float s[NQ][kChunk] = {};
     for (int d = 0; d < D; ++d) {
-      const float qd = q[d];
-      for (int o = 0; o < kChunk; ++o) s[o] += qd * kt[d * kChunk + o];
+      for (int i = 0; i < NQ; ++i) {
+        const float qd = qs[i].q[d];
+        for (int o = 0; o < kChunk; ++o) s[i][o] += qd * kt[d * kChunk + o];
+      }
     }
     const int first = ch * kChunk;
-    float chunk_max = -std::numeric_limits<float>::infinity();
-    for (int o = 0; o < kChunk; ++o) {
-      s[o] = first + o <= pos ? s[o] * scale : -std::numeric_limits<float>::infinity();
-      chunk_max = std::max(chunk_max, s[o]);
+    float p[NQ][kChunk];
+    float correction[NQ];
+    for (int i = 0; i < NQ; ++i) {
+      float chunk_max = kNegInf;
+      for (int o = 0; o < kChunk; ++o) {
+        s[i][o] = first + o <= qs[i].pos ? s[i][o] * scale : kNegInf;
+        chunk_max = std::max(chunk_max, s[i][o]);
+      }
+      const float new_max = std::max(qs[i].running_max, chunk_max);
+      correction[i] = exp_nonpositive(qs[i].running_max - new_max);
+      float chunk_sum = 0.0f;
+      for (int o = 0; o < kChunk; ++o) {
+        p[i][o] = first + o <= qs[i].pos ? exp_nonpositive(s[i][o] - new_max) : 0.0f;
+      }
+      for (int o = 0; o < kChunk; ++o) chunk_sum += p[i][o];
+      qs[i].running_sum = qs[i].running_sum * correction[i] + chunk_sum;
+      qs[i].running_max = new_max;
     }
-    const float new_max = std::max(*running_max, chunk_max);
-    const float correction = exp_nonpositive(*running_max - new_max);
-    float p[kChunk];
-    float chunk_sum = 0.0f;
-    for (int o = 0; o < kChunk; ++o) {
-      p[o] = first + o <= pos ? exp_nonpositive(s[o] - new_max) : 0.0f;
-    }
-    for (int o = 0; o < kChunk; ++o) chunk_sum += p[o];
-    *running_sum = *running_sum * correction + chunk_sum;
-    *running_max = new_max;
     // v[d] = sum over o in order of p[o] * V[o][d]: a vector loop over d for each o.
-    float v[kMaxHeadSize];
-    for (int d = 0; d < D; ++d) v[d] = 0.0f;
-    for (int o = 0; o < kChunk; ++o) {
-      const float po = p[o];
-      const float* vo = vt + o * D;
-      for (int d = 0; d < D; ++d) v[d] += po * vo[d];
+    float v[NQ][kMaxHeadSize];
+    for (int i = 0; i < NQ; ++i) {
+      for (int d = 0; d < D; ++d) v[i][d] = 0.0f;
     }
-    for (int d = 0; d < D; ++d) acc[d] = acc[d] * correction + v[d];
+    for (int o = 0; o < kChunk; ++o) {
+      const float* vo = vt + o * D;
+      for (int i = 0; i < NQ; ++i) {
+        const float po = p[i][o];
+        for (int d = 0; d < D; ++d) v[i][d] += po * vo[d];
+      }
+    }
+    for (int i = 0; i < NQ; ++i) {
+      for (int d = 0; d < D; ++d) qs[i].acc[d] = qs[i].acc[d] * correction[i] + v[i][d];
+    }
   }
 }
 
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_chunks_1(
+    QueryState* qs, int D, float scale, const float* kts, const float* vts, int ch_begin,
+    int ch_end) {
+  attend_chunk_range<1>(qs, D, scale, kts, vts, ch_begin, ch_end);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_chunks_4(
+    QueryState* qs, int D, float scale, const float* kts, const float* vts, int ch_begin,
+    int ch_end) {
+  attend_chunk_range<4>(qs, D, scale, kts, vts, ch_begin, ch_end);
+}
+
 // All query tokens of one request for the query heads of one kv head: the context is gathered
-// into tiles once and shared by every token and head of the group.
+// into tiles once and shared by every token and head of the group; queries go 4 at a time over
+// the chunks they share, then alone over the rest of their own context.
 template <typename T>
 void attend_group(const float* q, int num_heads, int kv_head, int group, int begin, int end,
                   std::span<const int32_t> positions, const int32_t* blocks,
@@ -169,20 +207,35 @@ void attend_group(const float* q, int num_heads, int kv_head, int group, int beg
     gather_chunk<T>(cache, blocks, kv_head, j0, std::min(kChunk, max_pos + 1 - j0), kts + ch * tile,
                     vts + ch * tile);
   }
-  acc.resize(static_cast<size_t>(D));
+  const int num_queries = (end - begin) * group;
+  acc.assign(static_cast<size_t>(num_queries) * D, 0.0f);
+  std::vector<QueryState> qs;
+  qs.reserve(static_cast<size_t>(num_queries));
   for (int t = begin; t < end; ++t) {
-    const int pos = positions[static_cast<size_t>(t)];
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
       const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
-      float running_max = -std::numeric_limits<float>::infinity();
-      float running_sum = 0.0f;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      // The first chunk holds position 0, so running_max is finite after it.
-      attend_chunks(q + offset, D, pos, scale, kts, vts, pos / kChunk + 1, &running_max,
-                    &running_sum, acc.data());
-      const float inv = 1.0f / running_sum;
-      for (int d = 0; d < D; ++d)
-        out[offset + static_cast<size_t>(d)] = acc[static_cast<size_t>(d)] * inv;
+      qs.push_back({q + offset, positions[static_cast<size_t>(t)],
+                    -std::numeric_limits<float>::infinity(), 0.0f,
+                    acc.data() + qs.size() * static_cast<size_t>(D)});
+    }
+  }
+  // The first chunk holds position 0, so running_max is finite after it.
+  size_t i = 0;
+  for (; i + 4 <= qs.size(); i += 4) {
+    int shared = INT32_MAX;
+    for (size_t j = i; j < i + 4; ++j) shared = std::min(shared, qs[j].pos / kChunk + 1);
+    attend_chunks_4(&qs[i], D, scale, kts, vts, 0, shared);
+    for (size_t j = i; j < i + 4; ++j)
+      attend_chunks_1(&qs[j], D, scale, kts, vts, shared, qs[j].pos / kChunk + 1);
+  }
+  for (; i < qs.size(); ++i) attend_chunks_1(&qs[i], D, scale, kts, vts, 0, qs[i].pos / kChunk + 1);
+
+  size_t k = 0;
+  for (int t = begin; t < end; ++t) {
+    for (int h = kv_head * group; h < (kv_head + 1) * group; ++h, ++k) {
+      const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
+      const float inv = 1.0f / qs[k].running_sum;
+      for (int d = 0; d < D; ++d) out[offset + static_cast<size_t>(d)] = qs[k].acc[d] * inv;
     }
   }
 }
