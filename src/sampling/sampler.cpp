@@ -53,12 +53,11 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
   const size_t vocab = logits.size();
   SampledToken result;
 
-  // Raw log-probabilities, kept for reporting.
-  probs_.resize(vocab);
-  log_softmax(logits, probs_);
-  const std::vector<float>& raw_logprobs = probs_;
-  std::vector<float> reported;
-  if (p.logprobs) reported = raw_logprobs;
+  // Raw log-probabilities, only when the request reports them.
+  if (p.logprobs) {
+    raw_logprobs_.resize(vocab);
+    log_softmax(logits, raw_logprobs_);
+  }
 
   mask_stop_tokens(logits, ctx);
   // Penalties: repetition over prompt and output (as vLLM), frequency and presence over output.
@@ -67,12 +66,12 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
     for (int32_t t : ctx.output_token_ids) {
       if (t >= 0 && static_cast<size_t>(t) < vocab) ++counts_[static_cast<size_t>(t)];
     }
-    std::vector<uint8_t> seen(vocab, 0);
+    seen_.assign(vocab, 0);
     for (int32_t t : ctx.prompt_token_ids) {
-      if (t >= 0 && static_cast<size_t>(t) < vocab) seen[static_cast<size_t>(t)] = 1;
+      if (t >= 0 && static_cast<size_t>(t) < vocab) seen_[static_cast<size_t>(t)] = 1;
     }
     for (size_t i = 0; i < vocab; ++i) {
-      if ((seen[i] || counts_[i] > 0) && p.repetition_penalty != 1.0f) {
+      if ((seen_[i] || counts_[i] > 0) && p.repetition_penalty != 1.0f) {
         logits[i] =
             logits[i] > 0 ? logits[i] / p.repetition_penalty : logits[i] * p.repetition_penalty;
       }
@@ -100,14 +99,15 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
     } else {
       std::sort(order_.begin(), order_.end(), by_logit);
     }
-    std::vector<float> probs(keep);
+    std::vector<float>& probs = probs_;
+    probs.resize(keep);
     const float max = logits[static_cast<size_t>(order_[0])];
     double sum = 0.0;
     for (size_t i = 0; i < keep; ++i) {
       probs[i] = std::exp(logits[static_cast<size_t>(order_[i])] - max);
       sum += probs[i];
     }
-    for (float& x : probs) x = static_cast<float>(x / sum);
+    for (size_t i = 0; i < keep; ++i) probs[i] = static_cast<float>(probs[i] / sum);
     if (p.top_p < 1.0f) {
       double cumulative = 0.0;
       size_t n = 0;
@@ -139,18 +139,19 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
   }
 
   if (p.logprobs) {
+    const std::vector<float>& reported = raw_logprobs_;
     result.logprob = reported[static_cast<size_t>(result.token_id)];
     const size_t n = std::min(static_cast<size_t>(std::max(0, *p.logprobs)), vocab);
-    std::vector<int32_t> top(vocab);
-    std::iota(top.begin(), top.end(), 0);
-    std::partial_sort(top.begin(), top.begin() + static_cast<std::ptrdiff_t>(n), top.end(),
+    top_.resize(vocab);
+    std::iota(top_.begin(), top_.end(), 0);
+    std::partial_sort(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(n), top_.end(),
                       [&](int32_t a, int32_t b) {
                         const float la = reported[static_cast<size_t>(a)];
                         const float lb = reported[static_cast<size_t>(b)];
                         return la > lb || (la == lb && a < b);
                       });
     for (size_t i = 0; i < n; ++i) {
-      result.top_logprobs.push_back({top[i], reported[static_cast<size_t>(top[i])]});
+      result.top_logprobs.push_back({top_[i], reported[static_cast<size_t>(top_[i])]});
     }
   }
   return result;

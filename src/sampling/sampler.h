@@ -31,9 +31,11 @@ class Sampler {
   SampledToken sample(std::span<float> logits, const SamplingContext& ctx);
 
  private:
-  std::vector<int32_t> order_;
-  std::vector<float> probs_;
+  // Reused across calls: sampling runs once per request per step.
+  std::vector<int32_t> order_, top_;
+  std::vector<float> probs_, raw_logprobs_;
   std::vector<int32_t> counts_;
+  std::vector<uint8_t> seen_;
 };
 
 // log-softmax of one row, written to out.

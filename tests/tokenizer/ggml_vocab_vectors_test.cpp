@@ -24,7 +24,8 @@ std::string read_all(const std::string& path) {
 class GgmlVocabVectors : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(GgmlVocabVectors, EveryInputGivesTheExpectedIds) {
-  const std::string base = test::shared_dir() + "/vectors/tokenizer/ggml-vocab-" + GetParam() + ".gguf";
+  const std::string base =
+      test::shared_dir() + "/vectors/tokenizer/ggml-vocab-" + GetParam() + ".gguf";
   const auto tokenizer = tokenizer_from_gguf(GGUFFile(base));
   const std::string inputs = read_all(base + ".inp");
   const std::string separator = "\n__ggml_vocab_test__\n";

@@ -193,7 +193,7 @@ template <typename T>
 void attend_group(const float* q, int num_heads, int kv_head, int group, int begin, int end,
                   std::span<const int32_t> positions, const int32_t* blocks,
                   const KVCacheLayer& cache, float scale, float* out, std::vector<float>& tiles,
-                  std::vector<float>& acc) {
+                  std::vector<float>& acc, std::vector<QueryState>& qs) {
   const int D = cache.spec.head_size;
   int max_pos = 0;
   for (int t = begin; t < end; ++t) max_pos = std::max(max_pos, positions[static_cast<size_t>(t)]);
@@ -209,8 +209,7 @@ void attend_group(const float* q, int num_heads, int kv_head, int group, int beg
   }
   const int num_queries = (end - begin) * group;
   acc.assign(static_cast<size_t>(num_queries) * D, 0.0f);
-  std::vector<QueryState> qs;
-  qs.reserve(static_cast<size_t>(num_queries));
+  qs.clear();
   for (int t = begin; t < end; ++t) {
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
       const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
@@ -260,7 +259,8 @@ void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
 #pragma omp parallel
   {
-    std::vector<float> tiles, acc;
+    std::vector<float> tiles, acc;  // reused by every (request, kv head) of this thread
+    std::vector<QueryState> qs;
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int r = 0; r < batch.num_reqs; ++r) {
       for (int g = 0; g < s.num_kv_heads; ++g) {
@@ -268,7 +268,7 @@ void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
             batch.block_table.data() + static_cast<size_t>(r) * batch.max_blocks_per_req;
         attend(q, num_heads, g, group, batch.query_start_loc[static_cast<size_t>(r)],
                batch.query_start_loc[static_cast<size_t>(r) + 1], batch.positions, blocks, cache,
-               scale, out, tiles, acc);
+               scale, out, tiles, acc, qs);
       }
     }
   }
