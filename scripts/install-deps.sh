@@ -7,10 +7,13 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libxxhash-dev libcli11-dev
+  nlohmann-json3-dev libxxhash-dev libcli11-dev libpcre2-dev libutf8proc-dev
   clang libclang-rt-14-dev clang-format
-  python3 python3-numpy
+  python3 python3-numpy python3-jinja2 python3-sentencepiece
 )
+# Node and npm run reference tokenizers and the openai client in tests only. A machine that
+# already has npm (e.g. from NodeSource) keeps it: Debian's npm would conflict with it.
+if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -61,8 +61,8 @@ int32_t SentencePieceBpeTokenizer::find(const std::string& piece) const {
   return it == index_.end() ? -1 : it->second;
 }
 
-std::vector<int32_t> SentencePieceBpeTokenizer::encode(std::string_view text,
-                                                       bool add_special) const {
+std::vector<int32_t> SentencePieceBpeTokenizer::encode(std::string_view text, bool add_special,
+                                                       bool /*parse_special*/) const {
   std::vector<int32_t> ids;
   if (add_special && vocab_.bos) ids.push_back(*vocab_.bos);
   if (text.empty()) return ids;

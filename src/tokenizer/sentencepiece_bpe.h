@@ -26,7 +26,9 @@ class SentencePieceBpeTokenizer : public Tokenizer {
   explicit SentencePieceBpeTokenizer(SentencePieceVocab vocab);
 
   int vocab_size() const override { return static_cast<int>(vocab_.pieces.size()); }
-  std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
+  using Tokenizer::encode;
+  std::vector<int32_t> encode(std::string_view text, bool add_special,
+                              bool parse_special) const override;
   std::string piece(int32_t id) const override;
   std::string decode_token(int32_t previous, int32_t id, bool skip_special) const override;
   bool is_special(int32_t id) const override;

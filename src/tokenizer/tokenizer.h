@@ -13,9 +13,15 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
   virtual int vocab_size() const = 0;
-  // add_special adds BOS where the vocabulary defines one (add_special_tokens in HF terms).
-  virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
-  // The vocabulary's own string for a token (e.g. "▁the", "<0x0A>").
+  // add_special adds BOS/EOS as the vocabulary says (add_special_tokens in HF terms).
+  // parse_special: special-token text in `text` becomes the special token (HF's default);
+  // off, it is tokenized as plain text (llama.cpp's parse_special=false).
+  virtual std::vector<int32_t> encode(std::string_view text, bool add_special,
+                                      bool parse_special) const = 0;
+  std::vector<int32_t> encode(std::string_view text, bool add_special) const {
+    return encode(text, add_special, /*parse_special=*/true);
+  }
+  // The vocabulary's own string for a token (e.g. "▁the", "Ġthe", "<0x0A>").
   virtual std::string piece(int32_t id) const = 0;
   // The bytes token `id` stands for when it follows `previous` (-1: start of text). Special
   // tokens give "" when skip_special.
@@ -23,9 +29,13 @@ class Tokenizer {
   virtual bool is_special(int32_t id) const = 0;
   virtual std::optional<int32_t> bos_id() const = 0;
   virtual std::optional<int32_t> eos_id() const = 0;
+  // The Jinja chat template the model ships, or "" when it has none.
+  virtual std::string chat_template() const { return {}; }
 
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = true,
                      int32_t previous = -1) const;
+  // The token's text for templates ("<|begin_of_text|>"), or "" without such a token.
+  std::string token_text(std::optional<int32_t> id) const { return id ? piece(*id) : ""; }
 };
 
 }  // namespace pagedllm

