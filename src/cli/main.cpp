@@ -7,6 +7,7 @@
 #include "cli/bench_command.h"
 #include "cli/generate_command.h"
 #include "cli/make_model_command.h"
+#include "cli/tokenize_command.h"
 #include "cli/trace_command.h"
 
 #ifndef PAGEDLLM_VERSION
@@ -21,6 +22,7 @@ int main(int argc, char** argv) {
   pagedllm::cli::add_bench_command(app, exit_code);
   pagedllm::cli::add_generate_command(app, exit_code);
   pagedllm::cli::add_make_model_command(app, exit_code);
+  pagedllm::cli::add_tokenize_commands(app, exit_code);
   pagedllm::cli::add_trace_command(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -70,4 +70,14 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_path,
                        ": has no embedded tokenizer; pass --tokenizer (a llama2.c tokenizer.bin)");
 }
 
+std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::exists(path)) throw ModelLoadError(path + ": no such file or directory");
+  if (fs::is_directory(path) || fs::path(path).extension() == ".json") {
+    return load_hf_tokenizer(path);
+  }
+  if (GGUFFile::has_magic(path)) return tokenizer_from_gguf(GGUFFile(path));
+  return std::make_unique<SentencePieceBpeTokenizer>(read_llama2c_tokenizer(path, -1));
+}
+
 }  // namespace pagedllm

@@ -15,4 +15,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_path,
                                           const std::string& tokenizer_path, int vocab_size);
 std::unique_ptr<Tokenizer> tokenizer_from_gguf(const GGUFFile& gguf);
 
+// A tokenizer on its own: a GGUF file's vocabulary, a Hugging Face directory or tokenizer.json
+// (tokenizer_config.json beside it is read too), or a llama2.c tokenizer.bin.
+std::unique_ptr<Tokenizer> load_tokenizer_file(const std::string& path);
+
 }  // namespace pagedllm

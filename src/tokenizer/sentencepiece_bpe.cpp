@@ -54,6 +54,19 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceVocab vocab)
     const int b = byte_value(vocab_.pieces[i]);
     if (b >= 0 && byte_tokens_[b] < 0) byte_tokens_[b] = id;
   }
+  // Control tokens written like "<s>" are matched in text when special text is parsed
+  // (llama2.c's "\n<s>\n" style pieces are not).
+  std::vector<AddedToken> specials;
+  for (size_t i = 0; i < vocab_.pieces.size(); ++i) {
+    const std::string& p = vocab_.pieces[i];
+    if (!vocab_.special[i] || p.size() < 3 || p.front() != '<' || p.back() != '>') continue;
+    AddedToken t;
+    t.content = p;
+    t.id = static_cast<int32_t>(i);
+    t.special = true;
+    specials.push_back(std::move(t));
+  }
+  specials_ = AddedTokenMatcher(std::move(specials));
 }
 
 int32_t SentencePieceBpeTokenizer::find(const std::string& piece) const {
@@ -62,10 +75,23 @@ int32_t SentencePieceBpeTokenizer::find(const std::string& piece) const {
 }
 
 std::vector<int32_t> SentencePieceBpeTokenizer::encode(std::string_view text, bool add_special,
-                                                       bool /*parse_special*/) const {
+                                                       bool parse_special) const {
   std::vector<int32_t> ids;
   if (add_special && vocab_.bos) ids.push_back(*vocab_.bos);
-  if (text.empty()) return ids;
+  // Each run of text between special tokens gets the prefix space, as the Prepend normalizer
+  // of Llama 2's tokenizer.json gives it.
+  for (const auto& segment : specials_.split(text, parse_special)) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+    } else {
+      encode_run(segment.text, ids);
+    }
+  }
+  return ids;
+}
+
+void SentencePieceBpeTokenizer::encode_run(std::string_view text, std::vector<int32_t>& ids) const {
+  if (text.empty()) return;
   std::string normalized;
   if (vocab_.add_space_prefix) normalized = vocab_.space_marker;
   for (char c : text) {
@@ -118,7 +144,6 @@ std::vector<int32_t> SentencePieceBpeTokenizer::encode(std::string_view text, bo
   for (int32_t id : symbol_ids) {
     ids.push_back(id < 0 ? 0 : id);  // a byte with no byte token becomes <unk> (id 0)
   }
-  return ids;
 }
 
 std::string SentencePieceBpeTokenizer::piece(int32_t id) const {
@@ -168,7 +193,8 @@ SentencePieceVocab read_llama2c_tokenizer(const std::string& path, int vocab_siz
   if (max_len <= 0 || max_len > 4096) throw ModelLoadError(path + ": not a llama2.c tokenizer");
   SentencePieceVocab v;
   v.space_marker = " ";
-  for (int i = 0; i < vocab_size; ++i) {
+  // vocab_size < 0: as many tokens as the file holds.
+  for (int i = 0; vocab_size < 0 ? p < end : i < vocab_size; ++i) {
     const int32_t score_bits = read_i32("score");
     float score;
     std::memcpy(&score, &score_bits, 4);
@@ -184,6 +210,7 @@ SentencePieceVocab read_llama2c_tokenizer(const std::string& path, int vocab_siz
     throw ModelLoadError(path + ": holds more than the model's " + std::to_string(vocab_size) +
                          " tokens");
   }
+  vocab_size = static_cast<int>(v.pieces.size());
   // llama2.c's convention: 0 <unk>, 1 BOS, 2 EOS.
   v.special.assign(v.pieces.size(), 0);
   for (int i = 0; i < std::min(3, vocab_size); ++i) v.special[static_cast<size_t>(i)] = 1;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tokenizer/added_tokens.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagedllm {
@@ -37,14 +38,16 @@ class SentencePieceBpeTokenizer : public Tokenizer {
 
  private:
   int32_t find(const std::string& piece) const;
+  void encode_run(std::string_view text, std::vector<int32_t>& ids) const;
 
   SentencePieceVocab vocab_;
   std::unordered_map<std::string, int32_t> index_;
   int32_t byte_tokens_[256];
+  AddedTokenMatcher specials_;
 };
 
 // llama2.c tokenizer.bin: int32 max_token_length, then per token f32 score, int32 length, bytes.
-// Throws ModelLoadError for a malformed file.
+// vocab_size < 0 reads every token the file holds. Throws ModelLoadError for a malformed file.
 SentencePieceVocab read_llama2c_tokenizer(const std::string& path, int vocab_size);
 
 }  // namespace pagedllm

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -18,7 +19,10 @@ struct CliResult {
 
 // env: optional "NAME=value ..." assignments for the command.
 inline CliResult run_cli(const std::string& args, const std::string& env = "") {
-  const std::string err_path = testing::TempDir() + "/pagedllm_cli_stderr.txt";
+  // One file per process and call: ctest -j runs CLI tests side by side.
+  static int calls = 0;
+  const std::string err_path = testing::TempDir() + "/pagedllm_cli_stderr." +
+                               std::to_string(getpid()) + "." + std::to_string(calls++) + ".txt";
   const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(PAGEDLLM_BINARY) +
                           " " + args + " 2>" + err_path;
   CliResult r;
@@ -30,6 +34,7 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream err(err_path);
   r.err.assign(std::istreambuf_iterator<char>(err), {});
+  std::remove(err_path.c_str());
   return r;
 }
 
