@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "tokenizer/byte_level.h"
+#include "tokenizer/json_fields.h"
 
 namespace pagedllm {
 
@@ -62,7 +63,8 @@ void Decoder::add(const nlohmann::json& spec, bool after_fuse) {
     // Joining tokens changes nothing when they are emitted one after another.
   } else if (type == "Strip") {
     steps_.push_back({Step::kStrip, nullptr, spec.value("content", std::string(" ")),
-                      spec.value("start", 0), spec.value("stop", 0), after_fuse});
+                      static_cast<int>(json_integer_or(spec, "start", 0, 0, 1 << 16)),
+                      static_cast<int>(json_integer_or(spec, "stop", 0, 0, 1 << 16)), after_fuse});
   } else if (type == "Metaspace") {
     std::string scheme = spec.value("prepend_scheme", std::string());
     if (scheme.empty()) scheme = spec.value("add_prefix_space", true) ? "always" : "never";

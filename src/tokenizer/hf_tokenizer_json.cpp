@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "loader/mapped_file.h"
+#include "tokenizer/json_fields.h"
 
 namespace pagedllm {
 
@@ -19,8 +20,7 @@ BpeVocab read_bpe_model(const json& model) {
     throw std::invalid_argument("model type '" + type + "' is not supported (BPE)");
   BpeVocab v;
   for (const auto& [token, id_json] : model.at("vocab").items()) {
-    const int64_t id = id_json.get<int64_t>();
-    if (id < 0 || id > (1 << 24)) throw std::invalid_argument("vocab id out of range");
+    const int64_t id = json_integer(id_json, 0, 1 << 24, "vocab id");
     if (static_cast<size_t>(id) >= v.tokens.size()) v.tokens.resize(static_cast<size_t>(id) + 1);
     v.tokens[static_cast<size_t>(id)] = token;
   }
@@ -56,7 +56,7 @@ std::vector<AddedToken> read_added_tokens(const json& list) {
   if (!list.is_array()) return added;
   for (const auto& t : list) {
     AddedToken a;
-    a.id = t.at("id").get<int32_t>();
+    a.id = static_cast<int32_t>(json_integer(t.at("id"), 0, 1 << 24, "added token id"));
     a.content = t.at("content").get<std::string>();
     a.special = t.value("special", false);
     a.lstrip = t.value("lstrip", false);
@@ -83,7 +83,8 @@ void read_post_processor(const json& spec, std::vector<int32_t>& prefix,
       }
       const std::string name = piece.at("SpecialToken").at("id").get<std::string>();
       for (const auto& id : spec.at("special_tokens").at(name).at("ids")) {
-        (after_text ? suffix : prefix).push_back(id.get<int32_t>());
+        (after_text ? suffix : prefix)
+            .push_back(static_cast<int32_t>(json_integer(id, 0, 1 << 24, "special token id")));
       }
     }
   } else if (type != "ByteLevel") {

@@ -62,9 +62,16 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   pcre2_match_context* context = impl_->jit ? thread_jit_stack().context : nullptr;
   size_t start = 0;
+  // PCRE2 validates the whole subject on every call unless told not to: once is enough
+  // (checking again per match would make splitting quadratic).
+  uint32_t options = 0;
   while (start <= text.size()) {
-    const int rc = pcre2_match(impl_->code, subject, text.size(), start, 0, data, context);
-    if (rc == PCRE2_ERROR_NOMATCH) break;
+    const int rc = pcre2_match(impl_->code, subject, text.size(), start, options, data, context);
+    options = PCRE2_NO_UTF_CHECK;
+    if (rc == PCRE2_ERROR_NOMATCH ||
+        (rc <= PCRE2_ERROR_UTF8_ERR1 && rc >= PCRE2_ERROR_UTF8_ERR21)) {
+      break;  // invalid UTF-8 matches nothing
+    }
     if (rc < 0) {
       pcre2_match_data_free(data);
       throw std::runtime_error("regex match failed (PCRE2 error " + std::to_string(rc) + ")");
