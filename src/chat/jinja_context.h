@@ -1,0 +1,49 @@
+// Variable scopes and loop-control state while a template renders, and the built-in filters,
+// tests and Python methods expressions call (jinja_builtins.cpp).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "chat/jinja_value.h"
+
+namespace pagedllm::jinja {
+
+class Context {
+ public:
+  enum class Flow { kNormal, kBreak, kContinue };
+
+  explicit Context(std::unordered_map<std::string, Value> globals) {
+    scopes_.push_back(std::move(globals));
+  }
+
+  Value lookup(const std::string& name) const;
+  void set(const std::string& name, Value v) { scopes_.back()[name] = std::move(v); }
+  void push_scope() { scopes_.emplace_back(); }
+  void pop_scope() { scopes_.pop_back(); }
+
+  // Macros run with only the template's top level and their arguments in view.
+  std::vector<std::unordered_map<std::string, Value>> enter_macro();
+  void leave_macro(std::vector<std::unordered_map<std::string, Value>> saved) {
+    scopes_ = std::move(saved);
+  }
+
+  Flow flow = Flow::kNormal;
+  int call_depth = 0;  // guards runaway recursion (recursive loops, macros)
+
+ private:
+  std::vector<std::unordered_map<std::string, Value>> scopes_;
+};
+
+Value apply_filter(const std::string& name, const Value& value, const Arguments& args,
+                   Context& ctx);
+bool apply_test(const std::string& name, const Value& value, const Arguments& args);
+// obj.name: a dict key, or a bound Python method of strings, lists and dicts.
+Value get_attribute(const Value& object, const std::string& name);
+Value get_item(const Value& object, const Value& index);
+Value call_value(const Value& callee, const Arguments& args);
+// range(), namespace(), dict() and the like.
+void add_builtin_globals(std::unordered_map<std::string, Value>& globals);
+
+}  // namespace pagedllm::jinja
