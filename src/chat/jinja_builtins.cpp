@@ -96,7 +96,9 @@ Value map_items(const Value& v, const Arguments& a, Context& ctx) {
 Value dict_items(const Value& v) {
   Array out;
   if (!v.is_object()) return Value(std::move(out));
-  for (const auto& [k, item] : v.object().items) out.emplace_back(Array{Value(k), item});
+  for (const auto& [k, item] : v.object().items) {
+    out.emplace_back(Array{v.object().key_value(k), item});
+  }
   return Value(std::move(out));
 }
 

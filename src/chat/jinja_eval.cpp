@@ -108,7 +108,9 @@ Value DictExpr::eval(Context& ctx) const {
   auto o = std::make_shared<Object>();
   for (const auto& [k, v] : items) {
     const Value key = k->eval(ctx);
-    o->set(key.is_string() ? key.as_string() : key.str(), v->eval(ctx));
+    const std::string name = key.is_string() ? key.as_string() : key.str();
+    if (!key.is_string()) o->typed_keys.emplace_back(name, key);
+    o->set(name, v->eval(ctx));
   }
   return Value(std::move(o));
 }

@@ -34,6 +34,28 @@ void lstrip_line(std::string& text, bool at_template_start) {
   if (i == 0 ? at_template_start : text[i - 1] == '\n') text.erase(i);
 }
 
+// The closing delimiter of a tag, skipping string literals (a "}}" inside quotes is text).
+// Comments are free text, so quotes in them mean nothing.
+size_t find_tag_end(const std::string& s, size_t from, const std::string& close, bool comment) {
+  if (comment) return s.find(close, from);
+  char quote = 0;
+  for (size_t i = from; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quote) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (s.compare(i, close.size(), close) == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 std::vector<Segment> split_template(const std::string& input) {
@@ -69,7 +91,7 @@ std::vector<Segment> split_template(const std::string& input) {
       tag.strip_before = true, ++inner;
     else if (inner < source.size() && source[inner] == '+')
       tag.keep_before = true, ++inner;
-    const size_t end = source.find(close, inner);
+    const size_t end = find_tag_end(source, inner, close, tag.comment);
     if (end == std::string::npos) {
       throw TemplateError("line " + std::to_string(tag.line) + ": unclosed tag");
     }

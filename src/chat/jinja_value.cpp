@@ -20,6 +20,13 @@ const Value* Object::find(const std::string& key) const {
   return nullptr;
 }
 
+Value Object::key_value(const std::string& key) const {
+  for (const auto& [k, v] : typed_keys) {
+    if (k == key) return v;
+  }
+  return Value(key);
+}
+
 void Object::set(const std::string& key, Value v) {
   for (auto& [k, old] : items) {
     if (k == key) {
@@ -118,7 +125,7 @@ Array Value::iterate() const {
       return *a_;
     case Kind::kObject: {
       Array keys;
-      for (const auto& [k, v] : o_->items) keys.emplace_back(k);
+      for (const auto& [k, v] : o_->items) keys.push_back(o_->key_value(k));
       return keys;
     }
     case Kind::kString: {
@@ -334,7 +341,7 @@ std::string Value::repr() const {
     std::string out = "{";
     bool first = true;
     for (const auto& [k, v] : o_->items) {
-      out += (first ? "" : ", ") + python_string_repr(k) + ": " + v.repr();
+      out += (first ? "" : ", ") + o_->key_value(k).repr() + ": " + v.repr();
       first = false;
     }
     return out + "}";

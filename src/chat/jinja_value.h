@@ -92,10 +92,13 @@ class Value {
 // callable too (a recursive loop).
 struct Object {
   std::vector<std::pair<std::string, Value>> items;
+  // Keys that were not strings ({4096: 512}), by their string form: iteration gives them back.
+  std::vector<std::pair<std::string, Value>> typed_keys;
   bool is_namespace = false;
   std::shared_ptr<Function> call;
 
   const Value* find(const std::string& key) const;
+  Value key_value(const std::string& key) const;
   void set(const std::string& key, Value v);
 };
 
