@@ -70,7 +70,7 @@ Value select_items(const Value& v, const Arguments& a, bool by_attribute, bool k
     const bool passed = test ? apply_test(test->str(), subject, test_args) : subject.truthy();
     if (passed == keep) out.push_back(item);
   }
-  return Value(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value map_items(const Value& v, const Arguments& a, Context& ctx) {
@@ -81,7 +81,7 @@ Value map_items(const Value& v, const Arguments& a, Context& ctx) {
       Value got = attribute_path(item, attribute->str());
       out.push_back(got.is_undefined() && fallback ? *fallback : got);
     }
-    return Value(std::move(out));
+    return Value::generator(std::move(out));
   }
   if (a.positional.empty()) throw TemplateError("map needs a filter name or attribute=");
   Arguments rest;
@@ -90,7 +90,7 @@ Value map_items(const Value& v, const Arguments& a, Context& ctx) {
   for (const Value& item : v.iterate()) {
     out.push_back(apply_filter(a.positional[0].str(), item, rest, ctx));
   }
-  return Value(std::move(out));
+  return Value::generator(std::move(out));
 }
 
 Value dict_items(const Value& v) {
@@ -125,6 +125,7 @@ std::string indent_text(const std::string& s, const Arguments& a) {
 }
 
 Value length_of(const Value& v) {
+  if (v.is_generator()) throw TemplateError("object of type 'generator' has no len()");
   if (v.is_string()) return Value(static_cast<int64_t>(codepoint_count(v.as_string())));
   if (v.is_array()) return Value(static_cast<int64_t>(v.array().size()));
   if (v.is_object()) return Value(static_cast<int64_t>(v.object().items.size()));
@@ -160,13 +161,14 @@ Value apply_filter(const std::string& name, const Value& v, const Arguments& a, 
     return Value(
         v.to_json(indent && indent->is_number() ? static_cast<int>(indent->as_int()) : -1));
   }
-  if (name == "string") return Value(v.str());
+  if (name == "string") return v.is_markup() ? v : Value(v.str());
   if (name == "length" || name == "count") return length_of(v);
   if (name == "first") {
     const Array items = v.iterate();
     return items.empty() ? Value() : items.front();
   }
   if (name == "last") {
+    if (v.is_generator()) throw TemplateError("'generator' object is not reversible");
     const Array items = v.iterate();
     return items.empty() ? Value() : items.back();
   }
@@ -246,8 +248,11 @@ Value apply_filter(const std::string& name, const Value& v, const Arguments& a, 
                                          : Value(std::fabs(v.as_double()));
   }
   if (name == "round") return round_value(v, a);
-  if (name == "safe") return v;
-  if (name == "e" || name == "escape" || name == "forceescape") return Value(html_escape(v.str()));
+  if (name == "safe") return Value::markup(v.str());
+  if (name == "e" || name == "escape") {
+    return v.is_markup() ? v : Value::markup(html_escape(v.str()));
+  }
+  if (name == "forceescape") return Value::markup(html_escape(v.str()));
   if (name == "indent") return Value(indent_text(v.str(), a));
   if (name == "reverse") {
     if (v.is_string()) {
@@ -510,6 +515,7 @@ Value get_attribute(const Value& object, const std::string& name) {
 }
 
 Value get_item(const Value& object, const Value& index) {
+  if (object.is_generator()) throw TemplateError("'generator' object is not subscriptable");
   if (object.is_object()) {
     const Value* v = object.object().find(index.is_string() ? index.as_string() : index.str());
     return v ? *v : Value();

@@ -4,6 +4,7 @@
 
 #include "chat/jinja_ast.h"
 #include "chat/jinja_context.h"
+#include "chat/jinja_strings.h"
 
 namespace pagedllm::jinja {
 
@@ -15,8 +16,18 @@ constexpr int kMaxCallDepth = 200;
   throw TemplateError("line " + std::to_string(line) + ": " + what);
 }
 
+// Markup + str escapes the plain side (Python's Markup.__add__ / __radd__).
+std::string escaped_unless_markup(const Value& v) {
+  return v.is_markup() ? v.str() : html_escape(v.str());
+}
+
 Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
-  if (op == "+" && a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
+  if (op == "+" && a.is_string() && b.is_string()) {
+    if (a.is_markup() || b.is_markup()) {
+      return Value::markup(escaped_unless_markup(a) + escaped_unless_markup(b));
+    }
+    return Value(a.as_string() + b.as_string());
+  }
   if (op == "+" && a.is_array() && b.is_array()) {
     Array joined = a.array();
     joined.insert(joined.end(), b.array().begin(), b.array().end());
@@ -200,6 +211,7 @@ Value Binary::eval(Context& ctx) const {
     return l.truthy() ? l : right->eval(ctx);
   }
   const Value l = left->eval(ctx), r = right->eval(ctx);
+  // Without autoescape Jinja2 joins "~" as plain strings (str_join), Markup or not.
   if (op == "~") return Value(l.str() + r.str());
   if (op == "==") return Value(l == r);
   if (op == "!=") return Value(!(l == r));

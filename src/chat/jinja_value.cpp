@@ -51,6 +51,18 @@ Value::Value(Array a) : kind_(Kind::kArray), a_(std::make_shared<Array>(std::mov
 Value::Value(std::shared_ptr<Object> o) : kind_(Kind::kObject), o_(std::move(o)) {}
 Value::Value(Function f) : kind_(Kind::kFunction), f_(std::make_shared<Function>(std::move(f))) {}
 
+Value Value::markup(std::string s) {
+  Value v(std::move(s));
+  v.markup_ = true;
+  return v;
+}
+
+Value Value::generator(Array a) {
+  Value v(std::move(a));
+  v.generator_ = true;
+  return v;
+}
+
 Value Value::from_json(const nlohmann::ordered_json& j) {
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
@@ -318,6 +330,7 @@ void to_json_into(const Value& v, int indent, int depth, std::string& out) {
 }  // namespace
 
 std::string Value::to_json(int indent) const {
+  if (generator_) throw TemplateError("Object of type generator is not JSON serializable");
   std::string out;
   to_json_into(*this, indent, 0, out);
   return out;
@@ -350,6 +363,7 @@ std::string Value::repr() const {
 }
 
 std::string Value::str() const {
+  if (generator_) return "<generator object>";
   switch (kind_) {
     case Kind::kUndefined:
       return "";

@@ -46,6 +46,14 @@ class Value {
   Value(std::shared_ptr<Object> o);
   Value(Function f);
   static Value from_json(const nlohmann::ordered_json& j);
+  // A string marked safe (Jinja2's Markup, from |safe or |escape): concatenating a plain
+  // string to it HTML-escapes the plain one, as Python's Markup does.
+  static Value markup(std::string s);
+  // The lazy sequence Jinja2's map/select/reject filters return: it iterates like a list but
+  // has no length, no index and is not JSON.
+  static Value generator(Array a);
+  bool is_markup() const { return markup_; }
+  bool is_generator() const { return generator_; }
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
@@ -79,6 +87,8 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
+  bool markup_ = false;
+  bool generator_ = false;
   bool b_ = false;
   int64_t i_ = 0;
   double d_ = 0;

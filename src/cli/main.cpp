@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/bench_command.h"
+#include "cli/chat_template_command.h"
 #include "cli/generate_command.h"
 #include "cli/make_model_command.h"
 #include "cli/tokenize_command.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   pagedllm::cli::add_bench_command(app, exit_code);
+  pagedllm::cli::add_chat_template_command(app, exit_code);
   pagedllm::cli::add_generate_command(app, exit_code);
   pagedllm::cli::add_make_model_command(app, exit_code);
   pagedllm::cli::add_tokenize_commands(app, exit_code);
