@@ -46,7 +46,17 @@ class ExprParser {
     if (!at_end()) fail("unexpected token");
   }
 
+  // Nesting is bounded so untrusted templates cannot exhaust the stack.
+  struct Nesting {
+    ExprParser& p;
+    explicit Nesting(ExprParser& parser) : p(parser) {
+      if (++p.depth_ > kMaxNesting) p.fail("expression nested too deeply");
+    }
+    ~Nesting() { --p.depth_; }
+  };
+
   ExprPtr expression() {
+    Nesting nesting(*this);
     ExprPtr value = or_expr();
     while (is_name("if")) {
       ++pos_;
@@ -121,6 +131,7 @@ class ExprParser {
   }
 
   ExprPtr not_expr() {
+    Nesting nesting(*this);
     if (is_name("not")) {
       ++pos_;
       auto u = node<Unary>(line_);
@@ -187,6 +198,7 @@ class ExprParser {
   }
 
   ExprPtr unary() {
+    Nesting nesting(*this);
     if (is_op("-") || is_op("+")) {
       auto u = node<Unary>(line_);
       u->op = next().text;
@@ -377,6 +389,8 @@ class ExprParser {
   std::vector<Token> t_;
   size_t pos_ = 0;
   int line_;
+  int depth_ = 0;
+  static constexpr int kMaxNesting = 64;
 };
 
 class TemplateParser {
@@ -393,6 +407,11 @@ class TemplateParser {
   // Parses until a statement whose keyword is in `ends`; that keyword is returned in `end`,
   // with pending_ holding its parser (for "elif cond" and the like).
   Body parse_body(const std::set<std::string>& ends, std::string& end) {
+    if (++nesting_ > 64) throw TemplateError("blocks nested too deeply");
+    struct Leave {
+      int& d;
+      ~Leave() { --d; }
+    } leave{nesting_};
     Body body;
     while (pos_ < s_.size()) {
       const Segment& seg = s_[pos_++];
@@ -578,6 +597,7 @@ class TemplateParser {
   std::vector<Segment> s_;
   size_t pos_ = 0;
   std::unique_ptr<ExprParser> pending_;
+  int nesting_ = 0;
 };
 
 }  // namespace

@@ -32,6 +32,7 @@ std::unique_ptr<Tokenizer> sentencepiece_from_gguf(const GGUFFile& g) {
   if (auto eos = g.find_int("tokenizer.ggml.eos_token_id")) v.eos = static_cast<int32_t>(*eos);
   if (auto prefix = g.find_int("tokenizer.ggml.add_space_prefix"))
     v.add_space_prefix = *prefix != 0;
+  if (g.find("tokenizer.chat_template")) v.chat_template = g.get_string("tokenizer.chat_template");
   if (auto add_bos = g.find_int("tokenizer.ggml.add_bos_token"); add_bos && *add_bos == 0) {
     v.bos.reset();
   }

@@ -20,6 +20,7 @@ struct SentencePieceVocab {
   std::string space_marker = "\xE2\x96\x81";  // U+2581
   bool add_space_prefix = true;
   std::optional<int32_t> bos, eos;
+  std::string chat_template;
 };
 
 class SentencePieceBpeTokenizer : public Tokenizer {
@@ -35,6 +36,7 @@ class SentencePieceBpeTokenizer : public Tokenizer {
   bool is_special(int32_t id) const override;
   std::optional<int32_t> bos_id() const override { return vocab_.bos; }
   std::optional<int32_t> eos_id() const override { return vocab_.eos; }
+  std::string chat_template() const override { return vocab_.chat_template; }
 
  private:
   int32_t find(const std::string& piece) const;
