@@ -78,11 +78,12 @@ TEST(ChatTemplateReference, ToolsAndToolCallsRenderAsPythonJinja2ForEveryTemplat
       inputs.eos_token = "</s>";
       inputs.date = "2026-01-02";
       const json& want = reference[path][i];
-      const std::string where = std::filesystem::path(path).filename().string() + " case " +
-                                std::to_string(i);
+      const std::string where =
+          std::filesystem::path(path).filename().string() + " case " + std::to_string(i);
       if (want.contains("error")) {
         ++raised;
-        EXPECT_THROW(tmpl.render(inputs), TemplateError) << where << " (Jinja2: " << want["error"] << ")";
+        EXPECT_THROW(tmpl.render(inputs), TemplateError)
+            << where << " (Jinja2: " << want["error"] << ")";
         continue;
       }
       try {
