@@ -404,8 +404,7 @@ Value string_method(const std::string& s, const std::string& name) {
   }
   if (name == "splitlines") {
     return bound([s](const Arguments&) {
-      std::vector<std::string> lines = split(s, nullptr, -1);
-      lines.clear();
+      std::vector<std::string> lines;
       size_t start = 0;
       for (size_t i = 0; i < s.size(); ++i) {
         if (s[i] == '\n' || s[i] == '\r') {

@@ -10,6 +10,14 @@
 
 namespace pagedllm::jinja {
 
+// Bounds recursion through macros and recursive loops, so untrusted templates cannot exhaust
+// the stack.
+constexpr int kMaxCallDepth = 200;
+
+[[noreturn]] inline void fail_at(int line, const std::string& what) {
+  throw TemplateError("line " + std::to_string(line) + ": " + what);
+}
+
 class Context {
  public:
   enum class Flow { kNormal, kBreak, kContinue };

@@ -10,12 +10,6 @@ namespace pagedllm::jinja {
 
 namespace {
 
-constexpr int kMaxCallDepth = 200;
-
-[[noreturn]] void fail(int line, const std::string& what) {
-  throw TemplateError("line " + std::to_string(line) + ": " + what);
-}
-
 // Markup + str escapes the plain side (Python's Markup.__add__ / __radd__).
 std::string escaped_unless_markup(const Value& v) {
   return v.is_markup() ? v.str() : html_escape(v.str());
@@ -40,10 +34,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   }
   const bool numbers = (a.is_number() || a.kind() == Value::Kind::kBool) &&
                        (b.is_number() || b.kind() == Value::Kind::kBool);
-  if (!numbers) fail(line, "unsupported operands for " + op + ": " + a.repr() + ", " + b.repr());
+  if (!numbers) fail_at(line, "unsupported operands for " + op + ": " + a.repr() + ", " + b.repr());
   const bool ints = a.kind() != Value::Kind::kFloat && b.kind() != Value::Kind::kFloat;
   if (op == "/") {
-    if (b.as_double() == 0) fail(line, "division by zero");
+    if (b.as_double() == 0) fail_at(line, "division by zero");
     return Value(a.as_double() / b.as_double());
   }
   if (ints) {
@@ -52,7 +46,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
     if (op == "-") return Value(x - y);
     if (op == "*") return Value(x * y);
     if (op == "//" || op == "%") {
-      if (y == 0) fail(line, "division by zero");
+      if (y == 0) fail_at(line, "division by zero");
       int64_t q = x / y, r = x % y;
       if (r != 0 && ((r < 0) != (y < 0))) --q, r += y;  // Python floors
       return Value(op == "//" ? q : r);
@@ -74,7 +68,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
 
 bool contains(const Value& container, const Value& item, int line) {
   if (container.is_string()) {
-    if (!item.is_string()) fail(line, "'in <string>' needs a string on the left");
+    if (!item.is_string()) fail_at(line, "'in <string>' needs a string on the left");
     return container.as_string().find(item.as_string()) != std::string::npos;
   }
   if (container.is_array()) {
@@ -85,7 +79,7 @@ bool contains(const Value& container, const Value& item, int line) {
   }
   if (container.is_object()) return item.is_string() && container.object().find(item.as_string());
   if (container.is_undefined() || container.is_none()) return false;
-  fail(line, "argument of type " + container.repr() + " is not iterable");
+  fail_at(line, "argument of type " + container.repr() + " is not iterable");
 }
 
 }  // namespace
@@ -137,10 +131,10 @@ Value Subscript::eval(Context& ctx) const {
 Value Slice::eval(Context& ctx) const {
   const Value obj = object->eval(ctx);
   const Array items = obj.is_string() ? obj.iterate() : obj.is_array() ? obj.array() : Array{};
-  if (!obj.is_string() && !obj.is_array()) fail(line, "cannot slice " + obj.repr());
+  if (!obj.is_string() && !obj.is_array()) fail_at(line, "cannot slice " + obj.repr());
   const auto n = static_cast<int64_t>(items.size());
   const int64_t st = step ? step->eval(ctx).as_int() : 1;
-  if (st == 0) fail(line, "slice step cannot be zero");
+  if (st == 0) fail_at(line, "slice step cannot be zero");
   auto bound = [&](const ExprPtr& e, int64_t fallback) {
     if (!e) return fallback;
     const Value v = e->eval(ctx);
@@ -168,8 +162,8 @@ Arguments CallArgs::eval(Context& ctx) const {
 
 Value Call::eval(Context& ctx) const {
   const Value f = callee->eval(ctx);
-  if (!f.is_callable()) fail(line, "not callable: " + f.repr());
-  if (++ctx.call_depth > kMaxCallDepth) fail(line, "calls nested too deeply");
+  if (!f.is_callable()) fail_at(line, "not callable: " + f.repr());
+  if (++ctx.call_depth > kMaxCallDepth) fail_at(line, "calls nested too deeply");
   Value result = call_value(f, args.eval(ctx));
   --ctx.call_depth;
   return result;
@@ -180,7 +174,7 @@ Value Filter::eval(Context& ctx) const {
     return apply_filter(name, value->eval(ctx), args.eval(ctx), ctx);
   } catch (const TemplateError& e) {
     if (std::string(e.what()).rfind("line ", 0) == 0) throw;
-    fail(line, e.what());
+    fail_at(line, e.what());
   }
 }
 
@@ -189,14 +183,14 @@ Value Test::eval(Context& ctx) const {
     return Value(apply_test(name, value->eval(ctx), args.eval(ctx)) != negated);
   } catch (const TemplateError& e) {
     if (std::string(e.what()).rfind("line ", 0) == 0) throw;
-    fail(line, e.what());
+    fail_at(line, e.what());
   }
 }
 
 Value Unary::eval(Context& ctx) const {
   const Value v = operand->eval(ctx);
   if (op == "not") return Value(!v.truthy());
-  if (!v.is_number()) fail(line, "bad operand for unary " + op + ": " + v.repr());
+  if (!v.is_number()) fail_at(line, "bad operand for unary " + op + ": " + v.repr());
   if (op == "+") return v;
   return v.kind() == Value::Kind::kInt ? Value(-v.as_int()) : Value(-v.as_double());
 }
@@ -221,7 +215,7 @@ Value Binary::eval(Context& ctx) const {
     if (op == "<=") return Value(!r.less(l));
     if (op == ">=") return Value(!l.less(r));
   } catch (const TemplateError& e) {
-    fail(line, e.what());
+    fail_at(line, e.what());
   }
   if (op == "in") return Value(contains(r, l, line));
   if (op == "notin") return Value(!contains(r, l, line));

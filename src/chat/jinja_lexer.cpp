@@ -14,18 +14,13 @@ bool is_space(char c) {
 }
 
 struct RawTag {
-  Segment::Kind kind;  // kText for comments (they vanish but still control whitespace)
-  bool comment = false;
+  Segment::Kind kind;
+  bool comment = false;  // kStatement too: comments vanish but control whitespace like blocks
   std::string content;
   bool strip_before = false, strip_after = false;  // "-"
   bool keep_before = false, keep_after = false;    // "+"
   int line = 1;
 };
-
-int line_at(const std::string& s, size_t pos) {
-  return 1 + static_cast<int>(
-                 std::count(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
-}
 
 // Removes spaces and tabs that stand alone on the line before a block tag (lstrip_blocks).
 void lstrip_line(std::string& text, bool at_template_start) {
@@ -68,6 +63,8 @@ std::vector<Segment> split_template(const std::string& input) {
   std::vector<std::string> texts(1);
   std::vector<RawTag> tags;
   size_t pos = 0;
+  int line = 1;
+  size_t counted = 0;  // source[0, counted) holds line - 1 newlines
   while (pos < source.size()) {
     const size_t open = source.find('{', pos);
     if (open == std::string::npos || open + 1 >= source.size()) {
@@ -84,7 +81,11 @@ std::vector<Segment> split_template(const std::string& input) {
     const std::string close = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
     size_t inner = open + 2;
     RawTag tag;
-    tag.line = line_at(source, open);
+    // Lines are counted incrementally: a rescan from the start per tag is quadratic.
+    line += static_cast<int>(std::count(source.begin() + static_cast<std::ptrdiff_t>(counted),
+                                        source.begin() + static_cast<std::ptrdiff_t>(open), '\n'));
+    counted = open;
+    tag.line = line;
     tag.comment = kind == '#';
     tag.kind = kind == '{' ? Segment::kExpression : Segment::kStatement;
     if (inner < source.size() && source[inner] == '-')

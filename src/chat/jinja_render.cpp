@@ -9,12 +9,6 @@ namespace pagedllm::jinja {
 
 namespace {
 
-constexpr int kMaxCallDepth = 200;
-
-[[noreturn]] void fail(int line, const std::string& what) {
-  throw TemplateError("line " + std::to_string(line) + ": " + what);
-}
-
 void bind_targets(Context& ctx, const std::vector<std::string>& targets, const Value& item,
                   int line) {
   if (targets.size() == 1) {
@@ -23,8 +17,8 @@ void bind_targets(Context& ctx, const std::vector<std::string>& targets, const V
   }
   const Array parts = item.is_array() ? item.array() : item.iterate();
   if (parts.size() != targets.size()) {
-    fail(line, "cannot unpack " + std::to_string(parts.size()) + " values into " +
-                   std::to_string(targets.size()) + " names");
+    fail_at(line, "cannot unpack " + std::to_string(parts.size()) + " values into " +
+                      std::to_string(targets.size()) + " names");
   }
   for (size_t i = 0; i < targets.size(); ++i) ctx.set(targets[i], parts[i]);
 }
@@ -60,7 +54,7 @@ void ForStmt::render(Context& ctx, std::string& out) const {
 void ForStmt::run(Context& ctx, const Value& source, int depth, std::string& out) const {
   if (!source.is_undefined() && !source.is_none() && !source.is_array() && !source.is_object() &&
       !source.is_string()) {
-    fail(line, source.repr() + " is not iterable");
+    fail_at(line, source.repr() + " is not iterable");
   }
   ctx.push_scope();
   Array items;
@@ -82,7 +76,7 @@ void ForStmt::run(Context& ctx, const Value& source, int depth, std::string& out
     if (recursive) {
       loop->call = std::make_shared<Function>([this, &ctx, depth](const Arguments& a) {
         if (a.positional.empty()) return Value(std::string());
-        if (++ctx.call_depth > kMaxCallDepth) fail(line, "recursive loop nested too deeply");
+        if (++ctx.call_depth > kMaxCallDepth) fail_at(line, "recursive loop nested too deeply");
         std::string inner;
         run(ctx, a.positional[0], depth + 1, inner);
         --ctx.call_depth;
@@ -113,8 +107,8 @@ void SetStmt::render(Context& ctx, std::string& out) const {
   if (!attribute.empty()) {
     const Value target = ctx.lookup(targets[0]);
     if (!target.is_object() || !target.object().is_namespace) {
-      fail(line, "cannot set attribute '" + attribute + "' on " + targets[0] +
-                     " (only a namespace() takes attributes)");
+      fail_at(line, "cannot set attribute '" + attribute + "' on " + targets[0] +
+                        " (only a namespace() takes attributes)");
     }
     target.object().set(attribute, std::move(v));
     return;
@@ -124,7 +118,7 @@ void SetStmt::render(Context& ctx, std::string& out) const {
 
 Value MacroStmt::make_function(Context& ctx) const {
   return Value(Function([this, &ctx](const Arguments& a) {
-    if (++ctx.call_depth > kMaxCallDepth) fail(line, "macro calls nested too deeply");
+    if (++ctx.call_depth > kMaxCallDepth) fail_at(line, "macro calls nested too deeply");
     auto saved = ctx.enter_macro();
     for (size_t i = 0; i < params.size(); ++i) {
       const auto& [name, fallback] = params[i];
@@ -154,7 +148,7 @@ void MacroStmt::render(Context& ctx, std::string&) const {
 
 void CallBlockStmt::render(Context& ctx, std::string& out) const {
   const auto* c = dynamic_cast<const Call*>(call.get());
-  if (!c) fail(line, "{% call %} needs a macro call");
+  if (!c) fail_at(line, "{% call %} needs a macro call");
   Value caller(Function([this, &ctx](const Arguments& a) {
     ctx.push_scope();
     for (size_t i = 0; i < caller_params.size(); ++i) {
@@ -167,7 +161,7 @@ void CallBlockStmt::render(Context& ctx, std::string& out) const {
     return Value(std::move(rendered));
   }));
   const Value callee = c->callee->eval(ctx);
-  if (!callee.is_callable()) fail(line, "not callable: " + callee.repr());
+  if (!callee.is_callable()) fail_at(line, "not callable: " + callee.repr());
   Arguments args = c->args.eval(ctx);
   args.named.emplace_back("caller", std::move(caller));
   out += call_value(callee, args).str();

@@ -32,6 +32,18 @@ const ByteTable& table() {
 
 }  // namespace
 
+int byte_token_value(std::string_view piece) {
+  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return -1;
+  int v = 0;
+  for (size_t i = 3; i < 5; ++i) {
+    const char c = piece[i];
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
 std::string byte_level_encode(std::string_view bytes) {
   const ByteTable& t = table();
   std::string out;

@@ -13,4 +13,7 @@ std::string byte_level_encode(std::string_view bytes);
 // The inverse; characters outside the table are kept as their own UTF-8 bytes.
 std::string byte_level_decode(std::string_view text);
 
+// The byte a byte-fallback token ("<0xAB>") stands for, or -1 for any other piece.
+int byte_token_value(std::string_view piece);
+
 }  // namespace pagedllm

@@ -10,19 +10,6 @@ namespace pagedllm {
 
 namespace {
 
-// "<0xAB>" -> 0xAB, or -1.
-int byte_token_value(const std::string& piece) {
-  if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
-  int v = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = piece[static_cast<size_t>(i)];
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
 std::string strip(std::string s, const std::string& what, int start, int stop) {
   for (int i = 0; i < start && s.compare(0, what.size(), what) == 0; ++i) s.erase(0, what.size());
   for (int i = 0; i < stop && s.size() >= what.size() &&

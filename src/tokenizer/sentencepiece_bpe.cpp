@@ -4,6 +4,8 @@
 #include <fstream>
 
 #include "loader/mapped_file.h"
+#include "tokenizer/byte_level.h"
+#include "tokenizer/unicode_regex.h"
 
 namespace pagedllm {
 
@@ -17,31 +19,6 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
   return out;
 }
 
-namespace {
-
-// Parses "<0xAB>"; returns -1 if the piece is not a byte token.
-int byte_value(const std::string& piece) {
-  if (piece.size() != 6 || piece.compare(0, 3, "<0x") != 0 || piece[5] != '>') return -1;
-  int v = 0;
-  for (int i = 3; i < 5; ++i) {
-    const char c = piece[static_cast<size_t>(i)];
-    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (d < 0) return -1;
-    v = v * 16 + d;
-  }
-  return v;
-}
-
-size_t utf8_length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead >> 5) == 0x6) return 2;
-  if ((lead >> 4) == 0xE) return 3;
-  if ((lead >> 3) == 0x1E) return 4;
-  return 1;  // invalid lead byte: take it alone (it will fall back to a byte token)
-}
-
-}  // namespace
-
 SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceVocab vocab)
     : vocab_(std::move(vocab)) {
   vocab_.scores.resize(vocab_.pieces.size(), 0.0f);
@@ -51,7 +28,7 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceVocab vocab)
   for (size_t i = 0; i < vocab_.pieces.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
     index_.emplace(vocab_.pieces[i], id);  // the first of duplicate pieces wins
-    const int b = byte_value(vocab_.pieces[i]);
+    const int b = byte_token_value(vocab_.pieces[i]);
     if (b >= 0 && byte_tokens_[b] < 0) byte_tokens_[b] = id;
   }
   // Control tokens written like "<s>" are matched in text when special text is parsed
@@ -105,8 +82,8 @@ void SentencePieceBpeTokenizer::encode_run(std::string_view text, std::vector<in
   std::vector<std::string> symbols;
   std::vector<int32_t> symbol_ids;
   for (size_t i = 0; i < normalized.size();) {
-    const size_t n =
-        std::min(utf8_length(static_cast<unsigned char>(normalized[i])), normalized.size() - i);
+    const size_t n = std::min(utf8_sequence_length(static_cast<unsigned char>(normalized[i])),
+                              normalized.size() - i);
     std::string ch = normalized.substr(i, n);
     const int32_t id = find(ch);
     if (id >= 0) {
@@ -161,7 +138,7 @@ std::string SentencePieceBpeTokenizer::decode_token(int32_t previous, int32_t id
   if (id < 0 || id >= vocab_size()) return "";
   if (is_special(id)) return skip_special ? "" : vocab_.pieces[static_cast<size_t>(id)];
   const std::string& p = vocab_.pieces[static_cast<size_t>(id)];
-  const int b = byte_value(p);
+  const int b = byte_token_value(p);
   if (b >= 0) return std::string(1, static_cast<char>(b));
   std::string out;
   for (size_t i = 0; i < p.size();) {
