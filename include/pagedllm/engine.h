@@ -18,6 +18,8 @@
 
 namespace pagedllm {
 
+class Tokenizer;
+
 struct EngineOptions {
   std::string model;      // GGUF file, llama2.c checkpoint (or HF directory where supported)
   std::string tokenizer;  // separate tokenizer file (llama2.c tokenizer.bin); empty: the model's
@@ -32,6 +34,12 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
   int threads = 0;  // 0: the physical cores
+  // Off, outputs carry only token ids and logprobs; the caller detokenizes (a server does it on
+  // its own threads so that a step never waits on text).
+  bool detokenize = true;
+  // On, an output holds only this step's tokens, text and logprobs: no cumulative copies, so a
+  // step costs the same at token 10 and token 10,000.
+  bool delta_outputs = false;
 };
 
 struct RequestOutput {
@@ -86,6 +94,12 @@ class Engine {
   int max_model_len() const;
   std::optional<int32_t> eos_token_id() const;
   EngineStats stats() const;
+  // What the last step() scheduled: the requests admitted for the first time (or resumed after
+  // preemption) and the total token count, for queue-time and throughput metrics.
+  std::vector<std::string> last_step_admitted() const;
+  int last_step_num_scheduled_tokens() const;
+  // Thread-safe for encode/decode: the server tokenizes and detokenizes on its HTTP threads.
+  const Tokenizer& tokenizer() const;
   // A one-line summary of what the engine chose (threads, blocks, dtype...), for logs.
   std::string describe() const;
 

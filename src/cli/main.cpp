@@ -8,6 +8,7 @@
 #include "cli/chat_template_command.h"
 #include "cli/generate_command.h"
 #include "cli/make_model_command.h"
+#include "cli/serve_command.h"
 #include "cli/tokenize_command.h"
 #include "cli/trace_command.h"
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   pagedllm::cli::add_chat_template_command(app, exit_code);
   pagedllm::cli::add_generate_command(app, exit_code);
   pagedllm::cli::add_make_model_command(app, exit_code);
+  pagedllm::cli::add_serve_command(app, exit_code);
   pagedllm::cli::add_tokenize_commands(app, exit_code);
   pagedllm::cli::add_trace_command(app, exit_code);
   try {

@@ -129,7 +129,9 @@ struct Engine::Impl {
     t.out.request_id = id;
     t.out.prompt_token_ids = ids;
     const int32_t previous = ids.empty() ? -1 : ids.back();
-    t.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer, previous);
+    if (options.detokenize)
+      t.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer, previous);
+    if (options.delta_outputs) t.out.prompt_token_ids.clear();
     core->add_request(std::make_unique<Request>(id, std::move(ids), params, tokenizer->eos_id()));
     tracked.emplace(id, std::move(t));
     return id;
@@ -142,15 +144,21 @@ struct Engine::Impl {
       auto it = tracked.find(o.req_id);
       if (it == tracked.end()) continue;
       RequestOutput& out = it->second.out;
+      IncrementalDetokenizer* detokenizer = it->second.detokenizer.get();
+      if (options.delta_outputs) {
+        out.token_ids.clear();
+        out.logprobs.clear();
+        out.text.clear();
+      }
       out.new_token_ids = o.new_token_ids;
       out.new_text.clear();
       for (int32_t token : o.new_token_ids) {
         out.token_ids.push_back(token);
-        out.new_text += it->second.detokenizer->push(token);
+        if (detokenizer) out.new_text += detokenizer->push(token);
       }
       out.logprobs.insert(out.logprobs.end(), o.logprobs.begin(), o.logprobs.end());
       if (o.finish_reason) {
-        out.new_text += it->second.detokenizer->flush();
+        if (detokenizer) out.new_text += detokenizer->flush();
         out.finished = true;
         out.finish_reason = to_string(*o.finish_reason);
       }
@@ -182,7 +190,12 @@ void Engine::abort_request(const std::string& request_id) {
   impl_->core->abort_requests(std::span(&id, 1));
   RequestOutput out = std::move(it->second.out);
   out.new_token_ids.clear();
-  out.new_text = it->second.detokenizer->flush();
+  if (impl_->options.delta_outputs) {
+    out.token_ids.clear();
+    out.logprobs.clear();
+    out.text.clear();
+  }
+  out.new_text = it->second.detokenizer ? it->second.detokenizer->flush() : std::string();
   out.text += out.new_text;
   out.finished = true;
   out.finish_reason = "abort";
@@ -203,8 +216,20 @@ std::vector<RequestOutput> Engine::generate(const std::vector<std::vector<int32_
   std::vector<std::string> ids;
   for (const auto& p : prompts) ids.push_back(add_request(p, params));
   std::map<std::string, RequestOutput> done;
+  std::map<std::string, RequestOutput> partial;  // accumulates deltas when delta_outputs is on
   while (done.size() < ids.size()) {
     for (auto& out : step()) {
+      if (impl_->options.delta_outputs) {
+        RequestOutput& acc = partial[out.request_id];
+        acc.token_ids.insert(acc.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
+        acc.logprobs.insert(acc.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
+        acc.text += out.text;
+        if (out.finished) {
+          out.token_ids = std::move(acc.token_ids);
+          out.logprobs = std::move(acc.logprobs);
+          out.text = std::move(acc.text);
+        }
+      }
       if (out.finished) done[out.request_id] = std::move(out);
     }
   }
@@ -247,6 +272,23 @@ EngineStats Engine::stats() const {
                      s.num_preemptions_total(),
                      kv.prefix_cache_stats().queries,
                      kv.prefix_cache_stats().hits};
+}
+
+std::vector<std::string> Engine::last_step_admitted() const {
+  std::vector<std::string> ids;
+  const SchedulerOutput& so = impl_->core->last_scheduler_output();
+  for (const auto& r : so.scheduled_new_reqs) ids.push_back(r.req_id);
+  for (const auto& r : so.scheduled_cached_reqs)
+    if (r.resumed_from_preemption) ids.push_back(r.req_id);
+  return ids;
+}
+
+int Engine::last_step_num_scheduled_tokens() const {
+  return impl_->core->last_scheduler_output().total_num_scheduled_tokens;
+}
+
+const Tokenizer& Engine::tokenizer() const {
+  return *impl_->tokenizer;
 }
 
 std::string Engine::describe() const {

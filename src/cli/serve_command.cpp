@@ -1,0 +1,138 @@
+#include "cli/serve_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/engine_flags.h"
+#include "server/async_engine.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/openai_serving.h"
+#include "util/log.h"
+
+namespace pagedllm::cli {
+
+namespace {
+
+struct ServeOptions {
+  EngineOptions engine;
+  server::HttpOptions http;
+  std::string served_model_name;
+  std::string chat_template;
+  int max_waiting_requests = 1024;
+  double max_body_mib = 8;
+  double shutdown_timeout_s = 5;
+  double log_stats_interval_s = 5;
+  std::string log_level = "info";
+};
+
+// SIGINT/SIGTERM are blocked in every thread and taken by sigwait on the main thread, so a
+// signal never lands inside the engine or a socket call.
+sigset_t shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+int run_serve(ServeOptions& o) {
+  set_log_level(parse_log_level(o.log_level));
+  const sigset_t signals = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+  o.engine.detokenize = false;  // the HTTP threads detokenize
+  o.engine.delta_outputs = true;
+  Engine engine(o.engine);
+  log_info("engine", engine.describe());
+  const std::string name = o.served_model_name.empty()
+                               ? std::filesystem::path(o.engine.model).filename().string()
+                               : o.served_model_name;
+  server::ServerMetrics metrics(name);
+  server::AsyncEngine async_engine(engine, metrics,
+                                   {o.max_waiting_requests, o.log_stats_interval_s});
+  server::OpenAIServing serving(engine, async_engine, {name, o.engine.model, o.chat_template});
+  o.http.max_body_bytes = static_cast<size_t>(o.max_body_mib * (1 << 20));
+  server::HttpServer http(serving, metrics, o.http);
+  const int port = http.bind();
+  log_info("server",
+           std::string("chat template: ") +
+               (serving.has_chat_template() ? "yes" : "none (chat completions answer 400)"));
+  const std::string url = "http://" + o.http.host + ":" + std::to_string(port);
+  std::printf("pagedllm: serving %s on %s\n", name.c_str(), url.c_str());
+  std::printf(
+      "try: curl %s/v1/completions -H 'Content-Type: application/json' -d "
+      "'{\"model\": \"%s\", \"prompt\": \"Once upon a time\", \"max_tokens\": 64}'\n",
+      url.c_str(), name.c_str());
+  std::fflush(stdout);
+
+  std::thread http_thread([&http] { http.serve(); });
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  log_info("server", std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
+                         ": no new requests; finishing " +
+                         std::to_string(async_engine.num_in_flight()) + " in flight");
+  const auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000));
+  async_engine.shutdown(grace);
+  http.stop();
+  http_thread.join();
+  log_info("server", "stopped");
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, int& exit_code) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve",
+      "Serve the model over an OpenAI-compatible HTTP API (/v1/completions, "
+      "/v1/chat/completions, /v1/models, /tokenize, /detokenize, /health, /version, /metrics)");
+  add_engine_flags(cmd, o->engine);
+  cmd->add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->http.port, "Port to listen on; 0 picks a free one")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--served-model-name", o->served_model_name,
+                  "Model name clients use; default: the model file's name");
+  cmd->add_option("--api-key", o->http.api_key, "Require 'Authorization: Bearer KEY' on /v1 routes")
+      ->envname("PAGEDLLM_API_KEY");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "Jinja chat template file, used instead of the model's own")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--allowed-origins", o->http.allowed_origins,
+                  "Origins allowed by CORS (repeat or comma-separate; '*' for any); default: none")
+      ->delimiter(',');
+  cmd->add_option("--max-waiting-requests", o->max_waiting_requests,
+                  "Queued requests beyond which new ones get 503 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--max-body-mib", o->max_body_mib, "Largest request body in MiB (else 413)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--http-threads", o->http.http_threads,
+                  "HTTP worker threads: the most connections (streams) served at once")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 16384));
+  cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s,
+                  "Seconds SIGINT/SIGTERM waits for in-flight requests before aborting them")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--log-stats-interval", o->log_stats_interval_s,
+                  "Seconds between engine stats lines; 0 turns them off")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--log-level", o->log_level, "debug, info, warning or error")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });
+}
+
+}  // namespace pagedllm::cli

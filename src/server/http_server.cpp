@@ -1,0 +1,181 @@
+#include "server/http_server.h"
+
+#include <sys/socket.h>
+
+#include <httplib.h>
+
+#include "server/api_error.h"
+#include "server/openai_response.h"
+#include "util/log.h"
+
+#ifndef PAGEDLLM_VERSION
+#define PAGEDLLM_VERSION "0.0.0"
+#endif
+
+namespace pagedllm::server {
+
+namespace {
+
+void send_error(httplib::Response& res, int status, const std::string& message,
+                const std::string& param = {}) {
+  res.status = status;
+  res.set_content(to_body(error_json(status, message, param)), "application/json");
+  if (status == 503) res.set_header("Retry-After", "1");
+}
+
+// Runs an endpoint and turns its ApiResponse (or its ApiError) into the HTTP response.
+template <typename Endpoint>
+void serve_api(httplib::Response& res, Endpoint&& endpoint) {
+  ApiResponse out;
+  try {
+    out = endpoint();
+  } catch (const ApiError& e) {
+    send_error(res, e.status(), e.what(), e.param());
+    return;
+  } catch (const std::exception& e) {
+    log(LogLevel::kError, "server", std::string("internal error: ") + e.what());
+    send_error(res, 500, std::string("internal error: ") + e.what());
+    return;
+  }
+  res.status = out.status;
+  if (!out.stream) {
+    res.set_content(std::move(out.body), out.content_type);
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  std::shared_ptr<EventStream> stream = out.stream;
+  res.set_chunked_content_provider(
+      out.content_type,
+      [stream](size_t, httplib::DataSink& sink) {
+        std::string chunk;
+        const bool more = stream->next(chunk);
+        if (!chunk.empty() && !sink.write(chunk.data(), chunk.size())) {
+          stream->cancel();  // the client went away
+          return false;
+        }
+        if (!more) sink.done();
+        return true;
+      },
+      [stream](bool success) {
+        if (!success) stream->cancel();
+      });
+}
+
+}  // namespace
+
+HttpServer::HttpServer(OpenAIServing& serving, ServerMetrics& metrics, HttpOptions options)
+    : serving_(serving),
+      metrics_(metrics),
+      options_(std::move(options)),
+      server_(std::make_unique<httplib::Server>()) {
+  const int threads = options_.http_threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  server_->set_keep_alive_timeout(2);
+  server_->set_read_timeout(30);
+  server_->set_write_timeout(30);
+  server_->set_tcp_nodelay(true);
+  // Remember the listening socket: httplib listens with a backlog of 5, raised in bind().
+  server_->set_socket_options([this](int fd) {
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    listen_fd_ = fd;
+  });
+  register_routes();
+}
+
+HttpServer::~HttpServer() = default;
+
+std::string HttpServer::allowed_origin(const std::string& origin) const {
+  if (origin.empty()) return {};
+  for (const std::string& allowed : options_.allowed_origins) {
+    if (allowed == "*") return "*";
+    if (allowed == origin) return origin;
+  }
+  return {};
+}
+
+void HttpServer::register_routes() {
+  httplib::Server& s = *server_;
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const std::string origin = allowed_origin(req.get_header_value("Origin"));
+    if (!origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+    }
+    if (req.method == "OPTIONS") {
+      if (!origin.empty()) {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Max-Age", "600");
+      }
+      res.status = origin.empty() ? 403 : 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!options_.api_key.empty() && req.path.rfind("/v1", 0) == 0 &&
+        req.get_header_value("Authorization") != "Bearer " + options_.api_key) {
+      send_error(res, 401, "Unauthorized: a missing or wrong API key");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 404) {
+      send_error(res, 404, "Not Found: no route " + req.method + " " + req.path);
+    } else if (res.status == 413) {
+      send_error(res, 413, "the request body is larger than the limit");
+    } else {
+      send_error(res, res.status, "HTTP error " + std::to_string(res.status));
+    }
+  });
+  s.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  s.Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(to_body({{"version", PAGEDLLM_VERSION}}), "application/json");
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    serve_api(res, [&] { return serving_.models(); });
+  });
+  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    serve_api(res, [&] { return serving_.completions(req.body); });
+  });
+  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    serve_api(res, [&] { return serving_.chat_completions(req.body); });
+  });
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    serve_api(res, [&] { return serving_.tokenize(req.body); });
+  });
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    serve_api(res, [&] { return serving_.detokenize(req.body); });
+  });
+}
+
+int HttpServer::bind() {
+  if (options_.port == 0) {
+    port_ = server_->bind_to_any_port(options_.host);
+    if (port_ <= 0) throw std::runtime_error("cannot bind " + options_.host + " to any port");
+  } else {
+    if (!server_->bind_to_port(options_.host, options_.port))
+      throw std::runtime_error("cannot bind " + options_.host + ":" +
+                               std::to_string(options_.port) +
+                               " (in use, or not an address "
+                               "of this machine)");
+    port_ = options_.port;
+  }
+  // Many clients connect at once under load; a second listen() raises the accept backlog.
+  if (listen_fd_ >= 0) ::listen(listen_fd_, SOMAXCONN);
+  return port_;
+}
+
+void HttpServer::serve() {
+  server_->listen_after_bind();
+}
+
+void HttpServer::stop() {
+  server_->stop();
+}
+
+}  // namespace pagedllm::server

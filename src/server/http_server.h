@@ -1,0 +1,53 @@
+// The HTTP front end (cpp-httplib): routes, API key, CORS, body limit, error JSON, and SSE
+// streaming. Every request is handled on one of the server's own threads; the engine loop is
+// never one of them.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/metrics.h"
+#include "server/openai_serving.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace pagedllm::server {
+
+struct HttpOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                           // 0: any free port (see port())
+  std::string api_key;                       // empty: no key needed
+  std::vector<std::string> allowed_origins;  // CORS; "*" allows any
+  size_t max_body_bytes = 8u << 20;
+  int http_threads = 512;  // connections served at once (each stream holds one)
+};
+
+class HttpServer {
+ public:
+  HttpServer(OpenAIServing& serving, ServerMetrics& metrics, HttpOptions options);
+  ~HttpServer();
+
+  // Binds the port (throws std::runtime_error when it cannot). Returns the port bound.
+  int bind();
+  // Serves until stop(); returns when the listener has closed and connections are done.
+  void serve();
+  void stop();
+  int port() const { return port_; }
+
+ private:
+  void register_routes();
+  std::string allowed_origin(const std::string& origin) const;
+
+  OpenAIServing& serving_;
+  ServerMetrics& metrics_;
+  HttpOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::atomic<int> listen_fd_{-1};
+  int port_ = 0;
+};
+
+}  // namespace pagedllm::server

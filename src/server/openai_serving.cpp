@@ -1,0 +1,409 @@
+#include "server/openai_serving.h"
+
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+
+#include "server/api_error.h"
+#include "server/generation_job.h"
+#include "server/openai_request.h"
+#include "server/openai_response.h"
+#include "tokenizer/tokenizer.h"
+#include "util/log.h"
+
+namespace pagedllm::server {
+
+namespace {
+
+constexpr std::chrono::milliseconds kPollInterval(100);
+
+int64_t unix_time() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void warn_ignored(const std::vector<std::string>& ignored) {
+  if (ignored.empty()) return;
+  std::string names;
+  for (const auto& n : ignored) names += (names.empty() ? "" : ", ") + n;
+  log_warning("server", "The following fields were present in the request but ignored: " + names);
+}
+
+// Checks ids against the vocabulary and fixes max_tokens within max_model_len.
+PreparedPrompt prepare(std::vector<int32_t> ids, std::string text, const GenerationRequest& r,
+                       const Engine& engine, bool chat) {
+  if (ids.empty()) throw bad_request("the prompt is empty", chat ? "messages" : "prompt");
+  for (int32_t id : ids) {
+    if (id >= engine.vocab_size())
+      throw bad_request("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                            std::to_string(engine.vocab_size()) + ")",
+                        "prompt");
+  }
+  const int64_t len = static_cast<int64_t>(ids.size());
+  const int64_t limit = engine.max_model_len();
+  const char* what = chat ? "messages" : "prompt";
+  if (r.max_tokens_given && len + r.params.max_tokens > limit) {
+    throw bad_request(
+        "This model's maximum context length is " + std::to_string(limit) +
+            " tokens. However, you requested " + std::to_string(len + r.params.max_tokens) +
+            " tokens (" + std::to_string(len) + " in the " + what + ", " +
+            std::to_string(r.params.max_tokens) +
+            " in the completion). Please reduce the length of the " + what + " or completion.",
+        r.max_tokens_given ? "max_tokens" : what);
+  }
+  if (len >= limit) {
+    throw bad_request("This model's maximum context length is " + std::to_string(limit) +
+                          " tokens. However, your " + what + " has " + std::to_string(len) +
+                          " tokens, which leaves no room for the completion.",
+                      what);
+  }
+  PreparedPrompt p{std::move(ids), std::move(text), 0};
+  // Absent max_tokens: completions keep OpenAI's 16 where it fits, chat runs to the limit.
+  if (r.max_tokens_given) {
+    p.max_tokens = r.params.max_tokens;
+  } else {
+    const int64_t room = limit - len;
+    p.max_tokens = static_cast<int>(chat ? room : std::min<int64_t>(room, r.params.max_tokens));
+  }
+  if (r.params.min_tokens > p.max_tokens)
+    throw bad_request("min_tokens must be less than or equal to max_tokens", "min_tokens");
+  return p;
+}
+
+// The stream of /v1/completions chunks.
+class CompletionStream : public EventStream {
+ public:
+  CompletionStream(std::unique_ptr<GenerationJob> job, CompletionRequest request, ojson base)
+      : job_(std::move(job)),
+        request_(std::move(request)),
+        base_(std::move(base)),
+        offsets_(job_->num_choices(), 0),
+        echoed_(job_->num_choices(), !request_.echo) {}
+
+  bool next(std::string& out) override {
+    if (ended_) return false;
+    for (auto& u : job_->poll(kPollInterval)) out += chunk(u.choice, u.delta);
+    if (auto error = job_->error()) {
+      out += sse_event(error_json(500, *error)) + kSseDone;
+      ended_ = true;
+      return false;
+    }
+    if (!job_->done()) return true;
+    if (request_.include_usage) {
+      int64_t completion = 0;
+      for (size_t i = 0; i < job_->num_choices(); ++i) completion += job_->choice(i).num_tokens();
+      ojson last = base_;
+      last["choices"] = ojson::array();
+      last["usage"] = usage_json(job_->prompt_tokens(), completion);
+      out += sse_event(last);
+    }
+    out += kSseDone;
+    ended_ = true;
+    return false;
+  }
+
+  void cancel() override { job_->cancel(); }
+
+ private:
+  std::string chunk(size_t i, const ChoiceDelta& delta) {
+    std::string text = delta.text;
+    if (!echoed_[i]) {
+      text = job_->prompts()[job_->prompt_of(i)].text + text;
+      echoed_[i] = true;
+    }
+    if (text.empty() && delta.logprobs.empty() && !delta.finished) return {};
+    const ChoiceStream& c = job_->choice(i);
+    ojson choice = {
+        {"index", i},
+        {"text", text},
+        {"logprobs", request_.top_logprobs ? completion_logprobs_json(delta.logprobs, offsets_[i])
+                                           : ojson(nullptr)},
+        {"finish_reason", delta.finished ? ojson(c.finish_reason()) : ojson(nullptr)},
+        {"stop_reason", delta.finished ? c.stop_reason() : ojson(nullptr)}};
+    ojson j = base_;
+    j["choices"] = ojson::array({std::move(choice)});
+    if (request_.include_usage) j["usage"] = nullptr;
+    return sse_event(j);
+  }
+
+  std::unique_ptr<GenerationJob> job_;
+  CompletionRequest request_;
+  ojson base_;
+  std::vector<size_t> offsets_;
+  std::vector<bool> echoed_;
+  bool ended_ = false;
+};
+
+// The stream of /v1/chat/completions chunks: a role chunk per choice, then content deltas.
+class ChatStream : public EventStream {
+ public:
+  ChatStream(std::unique_ptr<GenerationJob> job, ChatRequest request, ojson base)
+      : job_(std::move(job)), request_(std::move(request)), base_(std::move(base)) {}
+
+  bool next(std::string& out) override {
+    if (ended_) return false;
+    if (!sent_roles_) {
+      for (size_t i = 0; i < job_->num_choices(); ++i)
+        out += chunk(i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
+      sent_roles_ = true;
+    }
+    for (auto& u : job_->poll(kPollInterval)) {
+      const ChoiceStream& c = job_->choice(u.choice);
+      if (u.delta.text.empty() && u.delta.logprobs.empty() && !u.delta.finished) continue;
+      ojson delta = u.delta.text.empty() ? ojson::object() : ojson{{"content", u.delta.text}};
+      out += chunk(u.choice, std::move(delta),
+                   request_.top_logprobs ? chat_logprobs_json(u.delta.logprobs) : ojson(nullptr),
+                   u.delta.finished ? ojson(c.finish_reason()) : ojson(nullptr));
+    }
+    if (auto error = job_->error()) {
+      out += sse_event(error_json(500, *error)) + kSseDone;
+      ended_ = true;
+      return false;
+    }
+    if (!job_->done()) return true;
+    if (request_.include_usage) {
+      int64_t completion = 0;
+      for (size_t i = 0; i < job_->num_choices(); ++i) completion += job_->choice(i).num_tokens();
+      ojson last = base_;
+      last["choices"] = ojson::array();
+      last["usage"] = usage_json(job_->prompt_tokens(), completion);
+      out += sse_event(last);
+    }
+    out += kSseDone;
+    ended_ = true;
+    return false;
+  }
+
+  void cancel() override { job_->cancel(); }
+
+ private:
+  std::string chunk(size_t i, ojson delta, ojson logprobs, ojson finish_reason) {
+    ojson choice = {{"index", i},
+                    {"delta", std::move(delta)},
+                    {"logprobs", std::move(logprobs)},
+                    {"finish_reason", finish_reason}};
+    if (!finish_reason.is_null()) choice["stop_reason"] = job_->choice(i).stop_reason();
+    ojson j = base_;
+    j["choices"] = ojson::array({std::move(choice)});
+    if (request_.include_usage) j["usage"] = nullptr;
+    return sse_event(j);
+  }
+
+  std::unique_ptr<GenerationJob> job_;
+  ChatRequest request_;
+  ojson base_;
+  bool sent_roles_ = false;
+  bool ended_ = false;
+};
+
+ApiResponse json_response(const ojson& j, int status = 200) {
+  return ApiResponse{status, "application/json", to_body(j), nullptr};
+}
+
+void run_to_end(GenerationJob& job) {
+  job.start();
+  job.wait_all();
+  if (auto error = job.error()) throw ApiError(500, *error);
+}
+
+}  // namespace
+
+std::string random_id() {
+  static std::mutex mutex;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard lock(mutex);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+OpenAIServing::OpenAIServing(const Engine& engine, AsyncEngine& async_engine,
+                             ServingOptions options)
+    : engine_(engine),
+      async_engine_(async_engine),
+      options_(std::move(options)),
+      created_(unix_time()) {
+  std::string source = engine.tokenizer().chat_template();
+  if (!options_.chat_template_file.empty()) {
+    std::ifstream in(options_.chat_template_file, std::ios::binary);
+    if (!in)
+      throw std::runtime_error("cannot read chat template '" + options_.chat_template_file + "'");
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    source = ss.str();
+  }
+  if (!source.empty()) {
+    try {
+      chat_template_ = std::make_unique<ChatTemplate>(source);
+    } catch (const std::exception& e) {
+      throw std::runtime_error("chat template: " + std::string(e.what()));
+    }
+  }
+}
+
+void OpenAIServing::check_model(const std::string& model) const {
+  if (!model.empty() && model != options_.served_model_name)
+    throw ApiError(404, "The model `" + model + "` does not exist.", "model");
+}
+
+ApiResponse OpenAIServing::completions(const std::string& body) {
+  CompletionRequest r = parse_completion_request(parse_json_body(body));
+  check_model(r.model);
+  warn_ignored(r.ignored);
+  const Tokenizer& tok = engine_.tokenizer();
+  std::vector<PreparedPrompt> prompts;
+  for (const Prompt& p : r.prompts) {
+    if (const auto* text = std::get_if<std::string>(&p)) {
+      prompts.push_back(prepare(tok.encode(*text, r.add_special_tokens), *text, r, engine_, false));
+    } else {
+      const auto& ids = std::get<std::vector<int32_t>>(p);
+      std::string echo_text = r.echo ? engine_.decode(ids, false) : std::string();
+      prompts.push_back(prepare(ids, std::move(echo_text), r, engine_, false));
+    }
+  }
+  const std::string id = "cmpl-" + random_id();
+  auto job = std::make_unique<GenerationJob>(async_engine_, tok, r, std::move(prompts), id);
+  ojson base = envelope(id, "text_completion", unix_time(), options_.served_model_name);
+  if (r.stream) {
+    job->start();
+    auto stream = std::make_shared<CompletionStream>(std::move(job), std::move(r), std::move(base));
+    return ApiResponse{200, "text/event-stream", {}, std::move(stream)};
+  }
+  run_to_end(*job);
+  ojson choices = ojson::array();
+  int64_t completion_tokens = 0;
+  size_t index = 0;
+  for (size_t i : job->selected_choices(r.n)) {
+    const ChoiceStream& c = job->choice(i);
+    completion_tokens += c.num_tokens();
+    size_t offset = 0;
+    std::string text = c.text();
+    if (r.echo) text = job->prompts()[job->prompt_of(i)].text + text;
+    choices.push_back({{"index", index++},
+                       {"text", text},
+                       {"logprobs", r.top_logprobs ? completion_logprobs_json(c.logprobs(), offset)
+                                                   : ojson(nullptr)},
+                       {"finish_reason", c.finish_reason()},
+                       {"stop_reason", c.stop_reason()}});
+  }
+  base["choices"] = std::move(choices);
+  base["usage"] = usage_json(job->prompt_tokens(), completion_tokens);
+  return json_response(base);
+}
+
+std::string OpenAIServing::render_chat(const ojson& messages, const ojson& tools,
+                                       const ojson& kwargs, bool add_generation_prompt,
+                                       bool continue_final_message) const {
+  if (!chat_template_) {
+    throw bad_request("the model has no chat template; start the server with --chat-template FILE",
+                      "messages");
+  }
+  const Tokenizer& tok = engine_.tokenizer();
+  ChatTemplateInputs in;
+  in.messages = messages;
+  in.tools = tools;
+  in.add_generation_prompt = add_generation_prompt;
+  in.bos_token = tok.token_text(tok.bos_id());
+  in.eos_token = tok.token_text(tok.eos_id());
+  if (kwargs.is_object()) in.extra = kwargs;
+  std::string text;
+  try {
+    text = chat_template_->render(in);
+  } catch (const std::exception& e) {
+    throw bad_request(std::string("chat template: ") + e.what(), "messages");
+  }
+  if (continue_final_message) {
+    // Cut what the template wrote after the last message, so generation continues it.
+    const ojson& last = messages.back();
+    if (last.contains("content") && last["content"].is_string()) {
+      const std::string& content = last["content"].get_ref<const std::string&>();
+      const size_t at = text.rfind(content);
+      if (!content.empty() && at != std::string::npos) text.resize(at + content.size());
+    }
+  }
+  return text;
+}
+
+ApiResponse OpenAIServing::chat_completions(const std::string& body) {
+  ChatRequest r = parse_chat_request(parse_json_body(body));
+  check_model(r.model);
+  warn_ignored(r.ignored);
+  const std::string prompt = render_chat(r.messages, r.tools, r.template_kwargs,
+                                         r.add_generation_prompt, r.continue_final_message);
+  const Tokenizer& tok = engine_.tokenizer();
+  std::vector<PreparedPrompt> prompts;
+  prompts.push_back(prepare(tok.encode(prompt, r.add_special_tokens), prompt, r, engine_, true));
+  const std::string id = "chatcmpl-" + random_id();
+  auto job = std::make_unique<GenerationJob>(async_engine_, tok, r, std::move(prompts), id);
+  ojson base = envelope(id, r.stream ? "chat.completion.chunk" : "chat.completion", unix_time(),
+                        options_.served_model_name);
+  if (r.stream) {
+    job->start();
+    auto stream = std::make_shared<ChatStream>(std::move(job), std::move(r), std::move(base));
+    return ApiResponse{200, "text/event-stream", {}, std::move(stream)};
+  }
+  run_to_end(*job);
+  ojson choices = ojson::array();
+  int64_t completion_tokens = 0;
+  size_t index = 0;
+  for (size_t i : job->selected_choices(r.n)) {
+    const ChoiceStream& c = job->choice(i);
+    completion_tokens += c.num_tokens();
+    choices.push_back(
+        {{"index", index++},
+         {"message", {{"role", "assistant"}, {"content", c.text()}}},
+         {"logprobs", r.top_logprobs ? chat_logprobs_json(c.logprobs()) : ojson(nullptr)},
+         {"finish_reason", c.finish_reason()},
+         {"stop_reason", c.stop_reason()}});
+  }
+  base["choices"] = std::move(choices);
+  base["usage"] = usage_json(job->prompt_tokens(), completion_tokens);
+  return json_response(base);
+}
+
+ApiResponse OpenAIServing::tokenize(const std::string& body) const {
+  TokenizeRequest r = parse_tokenize_request(parse_json_body(body));
+  check_model(r.model);
+  const Tokenizer& tok = engine_.tokenizer();
+  const std::string text =
+      r.prompt ? *r.prompt
+               : render_chat(r.messages, nullptr, nullptr, r.add_generation_prompt, false);
+  const std::vector<int32_t> ids = tok.encode(text, r.add_special_tokens);
+  ojson j = {{"count", ids.size()}, {"max_model_len", engine_.max_model_len()}, {"tokens", ids}};
+  if (r.return_token_strs) {
+    ojson strs = ojson::array();
+    for (int32_t id : ids) strs.push_back(tok.piece(id));
+    j["token_strs"] = std::move(strs);
+  } else {
+    j["token_strs"] = nullptr;
+  }
+  return json_response(j);
+}
+
+ApiResponse OpenAIServing::detokenize(const std::string& body) const {
+  DetokenizeRequest r = parse_detokenize_request(parse_json_body(body));
+  check_model(r.model);
+  for (int32_t id : r.tokens) {
+    if (id >= engine_.vocab_size())
+      throw bad_request("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                            std::to_string(engine_.vocab_size()) + ")",
+                        "tokens");
+  }
+  return json_response({{"prompt", engine_.decode(r.tokens, true)}});
+}
+
+ApiResponse OpenAIServing::models() const {
+  ojson model = {{"id", options_.served_model_name},
+                 {"object", "model"},
+                 {"created", created_},
+                 {"owned_by", "pagedllm"},
+                 {"root", options_.model_path},
+                 {"parent", nullptr},
+                 {"max_model_len", engine_.max_model_len()}};
+  return json_response({{"object", "list"}, {"data", ojson::array({std::move(model)})}});
+}
+
+}  // namespace pagedllm::server

@@ -1,0 +1,71 @@
+// The OpenAI endpoints without HTTP: a JSON body in, an ApiResponse out. Validation and
+// tokenization run on the calling (HTTP) thread; generation goes through the AsyncEngine.
+// Keeping HTTP out makes these testable and fuzzable on their own.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "pagedllm/engine.h"
+#include "server/async_engine.h"
+
+namespace pagedllm::server {
+
+// A Server-Sent Events body produced piece by piece.
+class EventStream {
+ public:
+  virtual ~EventStream() = default;
+  // Appends the next events to `out` (waiting briefly for them); false once the stream ended.
+  virtual bool next(std::string& out) = 0;
+  // The client went away: abort what is still generating.
+  virtual void cancel() = 0;
+};
+
+struct ApiResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::shared_ptr<EventStream> stream;  // set for streaming responses (body unused)
+};
+
+struct ServingOptions {
+  std::string served_model_name;
+  std::string model_path;
+  std::string chat_template_file;  // empty: the model's own template
+};
+
+class OpenAIServing {
+ public:
+  // Throws std::runtime_error when --chat-template cannot be read or parsed.
+  OpenAIServing(const Engine& engine, AsyncEngine& async_engine, ServingOptions options);
+
+  // Each throws ApiError for a request that cannot be served.
+  ApiResponse completions(const std::string& body);
+  ApiResponse chat_completions(const std::string& body);
+  ApiResponse tokenize(const std::string& body) const;
+  ApiResponse detokenize(const std::string& body) const;
+  ApiResponse models() const;
+
+  const std::string& model_name() const { return options_.served_model_name; }
+  bool has_chat_template() const { return chat_template_ != nullptr; }
+
+ private:
+  std::string render_chat(const nlohmann::ordered_json& messages,
+                          const nlohmann::ordered_json& tools, const nlohmann::ordered_json& kwargs,
+                          bool add_generation_prompt, bool continue_final_message) const;
+  void check_model(const std::string& model) const;
+
+  const Engine& engine_;
+  AsyncEngine& async_engine_;
+  ServingOptions options_;
+  std::unique_ptr<ChatTemplate> chat_template_;
+  int64_t created_;
+};
+
+// A random id suffix such as "3f9c1a...", for request ids.
+std::string random_id();
+
+}  // namespace pagedllm::server
