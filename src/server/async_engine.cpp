@@ -201,12 +201,12 @@ void AsyncEngine::route(RequestOutput& out, Clock::time_point now) {
   event.logprobs = std::move(out.logprobs);
   event.finished = out.finished;
   event.finish_reason = out.finish_reason;
-  t.channel->push(std::move(event));
-  if (out.finished) {
+  // Counted before the client hears of the end, so that its next /metrics read includes it.
+  if (out.finished)
     finish(out.request_id, t, t.finish_override.empty() ? out.finish_reason : t.finish_override,
            now);
-    tracked_.erase(it);
-  }
+  t.channel->push(std::move(event));
+  if (out.finished) tracked_.erase(it);
 }
 
 void AsyncEngine::finish(const std::string& id, Tracked& t, const std::string& reason,

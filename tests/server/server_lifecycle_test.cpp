@@ -1,0 +1,158 @@
+// Disconnects, overload, shutdown and a bounded load test against a live server.
+#include <atomic>
+#include <future>
+
+#include "server/server_process.h"
+
+namespace pagedllm::test {
+namespace {
+
+std::string metrics_text(const ServerProcess& s) {
+  return get(s, "/metrics").body;
+}
+
+// Polls /metrics until `done(text)` or 10 s pass; returns the last text.
+std::string wait_for_metrics(const ServerProcess& s,
+                             const std::function<bool(const std::string&)>& done) {
+  std::string text;
+  for (int i = 0; i < 500; ++i) {
+    text = metrics_text(s);
+    if (done(text)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return text;
+}
+
+TEST(ServerLifecycle, ADisconnectMidStreamAbortsTheRequestAndFreesItsBlocks) {
+  ServerProcess s("--model " + stories_gguf() + " --threads 1 --max-num-seqs 4");
+  const ojson body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 1900}, {"ignore_eos", true}, {"stream", true}};
+  std::atomic<bool> saw_usage{false}, checked{false};
+  const StreamReply r = post_stream(s, "/v1/completions", body, [&](const std::vector<ojson>& ev) {
+    if (ev.size() >= 5 && !checked.exchange(true)) {
+      // While the stream is open the request holds KV blocks.
+      const std::string m = metrics_text(s);
+      saw_usage = metric(m, "pagedllm:kv_cache_usage_perc") > 0 &&
+                  metric(m, "pagedllm:num_requests_running") == 1;
+    }
+    return ev.size() < 10;
+  });
+  EXPECT_TRUE(r.cut);
+  EXPECT_FALSE(r.done);
+  EXPECT_TRUE(saw_usage);
+  const std::string m = wait_for_metrics(s, [](const std::string& t) {
+    return metric(t,
+                  "pagedllm:request_success_total{model_name=\"stories260K.gguf\",finished_reason="
+                  "\"abort\"}") == 1;
+  });
+  EXPECT_EQ(metric(m,
+                   "pagedllm:request_success_total{model_name=\"stories260K.gguf\",finished_reason="
+                   "\"abort\"}"),
+            1);
+  EXPECT_EQ(metric(m, "pagedllm:kv_cache_usage_perc"), 0);
+  EXPECT_EQ(metric(m, "pagedllm:num_requests_running"), 0);
+  EXPECT_LT(metric(m, "pagedllm:generation_tokens_total"), 1900);
+}
+
+TEST(ServerLifecycle, PastMaxWaitingRequestsNewOnesGet503AndAcceptedOnesFinish) {
+  ServerProcess s("--model " + stories_gguf() +
+                  " --threads 1 --max-num-seqs 1 --max-waiting-requests 2");
+  std::vector<std::future<HttpReply>> replies;
+  for (int i = 0; i < 8; ++i) {
+    replies.push_back(std::async(std::launch::async, [&] {
+      return post(
+          s, "/v1/completions",
+          ojson{{"prompt", "Once upon a time"}, {"max_tokens", 1500}, {"ignore_eos", true}});
+    }));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  int ok = 0, overloaded = 0;
+  for (auto& f : replies) {
+    const HttpReply r = f.get();
+    if (r.status == 200) {
+      ++ok;
+      EXPECT_EQ(r.json["usage"]["completion_tokens"], 1500);
+    } else {
+      EXPECT_EQ(r.status, 503) << r.body;
+      EXPECT_EQ(r.json["error"]["type"], "ServiceUnavailableError");
+      EXPECT_EQ(r.header("Retry-After"), "1");
+      ++overloaded;
+    }
+  }
+  EXPECT_GE(ok, 3);  // one running and two waiting at least
+  EXPECT_GE(overloaded, 1);
+  EXPECT_EQ(ok + overloaded, 8);
+}
+
+// SIGTERM lets in-flight requests finish within --shutdown-timeout and aborts them after it;
+// either way the stream ends with [DONE] and the process exits 0.
+TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
+  for (const char* timeout : {"0", "5"}) {
+    ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout " + timeout);
+    auto stream = std::async(std::launch::async, [&] {
+      return post_stream(s, "/v1/completions",
+                         ojson{{"prompt", "Once"},
+                               {"max_tokens", 1900},
+                               {"ignore_eos", true},
+                               {"stream", true},
+                               {"temperature", 0}});
+    });
+    wait_for_metrics(
+        s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(s.signal_and_wait(SIGTERM, std::chrono::seconds(15)), 0) << s.stderr_text();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+    const StreamReply r = stream.get();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(r.done);  // ended properly, not cut
+    ASSERT_GE(r.events.size(), 2u);
+    EXPECT_EQ(r.events.back()["choices"][0]["finish_reason"],
+              std::string(timeout) == "0" ? "abort" : "length");
+    EXPECT_NE(s.stderr_text().find("received SIGTERM"), std::string::npos);
+    // No new connections once it is gone.
+    EXPECT_EQ(get(s, "/health").status, 0);
+  }
+}
+
+TEST(ServerLifecycle, SixtyFourStreamsOverThreeHundredRequestsAllSucceedWithExactUsage) {
+  ServerProcess s("--model " + stories_gguf() + " --threads 1");
+  constexpr int kClients = 64, kPerClient = 5;
+  const long rss_before = s.rss_kib();
+  std::vector<std::future<int>> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.push_back(std::async(std::launch::async, [&, c] {
+      int failures = 0;
+      for (int k = 0; k < kPerClient; ++k) {
+        const int max_tokens = 16 + (c * kPerClient + k) % 48;
+        const StreamReply r = post_stream(s, "/v1/completions",
+                                          ojson{{"prompt", "Once upon a time " + std::to_string(c)},
+                                                {"max_tokens", max_tokens},
+                                                {"ignore_eos", true},
+                                                {"stream", true},
+                                                {"stream_options", {{"include_usage", true}}}});
+        const bool good = r.status == 200 && r.done && !r.events.empty() &&
+                          r.events.back()["usage"]["completion_tokens"] == max_tokens;
+        failures += good ? 0 : 1;
+      }
+      return failures;
+    }));
+  }
+  int failures = 0;
+  for (auto& f : clients) failures += f.get();
+  EXPECT_EQ(failures, 0);
+  const std::string length_done =
+      "pagedllm:request_success_total{model_name=\"stories260K.gguf\",finished_reason=\"length\"}";
+  // The gauges are published after the engine step that ended the last request.
+  const std::string m = wait_for_metrics(s, [&](const std::string& t) {
+    return metric(t, length_done) == kClients * kPerClient &&
+           metric(t, "pagedllm:kv_cache_usage_perc") == 0;
+  });
+  EXPECT_EQ(metric(m, length_done), kClients * kPerClient);
+  EXPECT_EQ(metric(m, "pagedllm:kv_cache_usage_perc"), 0);
+  // Memory stays bounded: no per-request state is left behind.
+  const long rss_after = s.rss_kib();
+  EXPECT_LT(rss_after, rss_before + 200 * 1024) << rss_before << " -> " << rss_after;
+}
+
+}  // namespace
+}  // namespace pagedllm::test
