@@ -5,7 +5,10 @@ set -euo pipefail
 build=$1
 seconds=$2
 corpus=$build/corpus
-mkdir -p "$corpus/gguf" "$corpus/safetensors" "$corpus/tokenizer" "$corpus/chat_template"
+mkdir -p "$corpus/gguf" "$corpus/safetensors" "$corpus/tokenizer" "$corpus/chat_template" \
+  "$corpus/openai_request" "$corpus/http"
+cp -f fuzz/seeds/openai_request/*.json "$corpus/openai_request/"
+cp -f fuzz/seeds/http/*.txt "$corpus/http/"
 cp -f fuzz/seeds/tokenizer_*.json "$corpus/tokenizer/"
 shared=${PAGEDLLM_SHARED_DIR:-../shared}
 cp -f "$shared"/vectors/chat-templates/*.jinja "$corpus/chat_template/" 2>/dev/null || true
@@ -14,7 +17,7 @@ cp -f "$shared/models/stories260K/stories260K.gguf" "$corpus/gguf/" 2>/dev/null 
 ./build/pagedllm make-model --preset tiny-qwen3 --dtype f16 --out "$corpus/gguf/tiny-qwen3.gguf" 2>/dev/null
 ./build/pagedllm make-model --preset tiny --dtype bf16 --format safetensors --out "$corpus/st" 2>/dev/null
 cp -f "$corpus/st/model.safetensors" "$corpus/safetensors/tiny.safetensors"
-for target in gguf safetensors tokenizer chat_template; do
+for target in gguf safetensors tokenizer chat_template openai_request http; do
   echo "fuzz_$target: ${seconds}s"
   "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=2000000 -rss_limit_mb=4096 \
     -print_final_stats=1 "$corpus/$target" 2>&1 | tail -n 12

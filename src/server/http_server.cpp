@@ -47,6 +47,10 @@ void serve_api(httplib::Response& res, Endpoint&& endpoint) {
   res.set_chunked_content_provider(
       out.content_type,
       [stream](size_t, httplib::DataSink& sink) {
+        if (!sink.is_writable()) {  // the client hung up while nothing was being written
+          stream->cancel();
+          return false;
+        }
         std::string chunk;
         const bool more = stream->next(chunk);
         if (!chunk.empty() && !sink.write(chunk.data(), chunk.size())) {
