@@ -5,11 +5,13 @@ GENERATOR  ?= Ninja
 SCENARIO   ?= examples/design-notes.json
 MODEL      ?= ../shared/models/stories260K/stories260K.gguf
 PROMPT     ?= Once upon a time
+PORT       ?= 8000
+SERVE_ARGS ?= --chat-template examples/chat-templates/story.jinja
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 SOURCES     = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)
 
-.PHONY: all deps test-deps build test test-sanitize fuzz run trace bench format format-check clean
+.PHONY: all deps test-deps build test test-sanitize fuzz run generate trace bench format format-check clean
 
 all: build
 
@@ -38,9 +40,13 @@ test-sanitize: deps test-deps
 	cmake --build $(SAN_BUILD)
 	ctest --test-dir $(SAN_BUILD) --output-on-failure --timeout 900
 
-# The main job: generate from the shared stories260K model (MODEL=path for another; the server
-# takes over this target when it lands).
+# The main job: serve the shared stories260K model over the OpenAI API on PORT (MODEL=path and
+# SERVE_ARGS="--chat-template FILE ..." for another model). Ctrl-C stops it.
 run: build
+	./$(BUILD)/pagedllm serve --model $(MODEL) --port $(PORT) $(SERVE_ARGS)
+
+# Offline generation from the same model, streamed to the terminal.
+generate: build
 	./$(BUILD)/pagedllm generate --model $(MODEL) --prompt "$(PROMPT)" --temperature 0 --max-tokens 200
 
 trace: build

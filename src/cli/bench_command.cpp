@@ -1,5 +1,7 @@
 #include "cli/bench_command.h"
 
+#include "cli/bench_serve_command.h"
+
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -208,6 +210,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "--json", thr->json,
       "Print one JSON object (requests_per_s, output_tokens_per_s, total_tokens_per_s, ...)");
   t->callback([thr, &exit_code] { exit_code = run_throughput(*thr); });
+  add_bench_serve_subcommand(bench, exit_code);
 }
 
 }  // namespace pagedllm::cli

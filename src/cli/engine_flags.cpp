@@ -3,7 +3,9 @@
 namespace pagedllm::cli {
 
 void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
-  cmd->add_option("--model", o.model, "Model file: GGUF, or a llama2.c checkpoint (.bin)")
+  cmd->add_option("--model", o.model,
+                  "Model: a GGUF file, a Hugging Face directory (or org/name in the local HF "
+                  "cache), or a llama2.c checkpoint (.bin)")
       ->required();
   cmd->add_option("--tokenizer", o.tokenizer,
                   "Tokenizer file for models without one (llama2.c tokenizer.bin)");

@@ -71,6 +71,13 @@ int run_serve(ServeOptions& o) {
       "try: curl %s/v1/completions -H 'Content-Type: application/json' -d "
       "'{\"model\": \"%s\", \"prompt\": \"Once upon a time\", \"max_tokens\": 64}'\n",
       url.c_str(), name.c_str());
+  if (serving.has_chat_template()) {
+    std::printf(
+        "     curl %s/v1/chat/completions -H 'Content-Type: application/json' -d "
+        "'{\"messages\": [{\"role\": \"user\", \"content\": \"Once upon a time\"}], "
+        "\"max_tokens\": 64}'\n",
+        url.c_str());
+  }
   std::fflush(stdout);
 
   std::thread http_thread([&http] { http.serve(); });
