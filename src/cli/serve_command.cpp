@@ -80,7 +80,12 @@ int run_serve(ServeOptions& o) {
   }
   std::fflush(stdout);
 
-  std::thread http_thread([&http] { http.serve(); });
+  std::thread http_thread([&http] {
+    // httplib's worker threads start here and inherit the name, so per-thread CPU time tells
+    // HTTP work from engine work (see scripts/bench-serve.sh).
+    pthread_setname_np(pthread_self(), "pagedllm-http");
+    http.serve();
+  });
   int signal_number = 0;
   sigwait(&signals, &signal_number);
   log_info("server", std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +

@@ -1,5 +1,7 @@
 #include "server/async_engine.h"
 
+#include <pthread.h>
+
 #include <cstdio>
 
 #include "server/api_error.h"
@@ -55,7 +57,10 @@ std::optional<std::string> RequestChannel::error() const {
 
 AsyncEngine::AsyncEngine(Engine& engine, ServerMetrics& metrics, AsyncEngineOptions options)
     : engine_(engine), metrics_(metrics), options_(options), last_stats_log_(Clock::now()) {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "pagedllm-engine");
+    loop();
+  });
 }
 
 AsyncEngine::~AsyncEngine() {
