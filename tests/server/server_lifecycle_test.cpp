@@ -62,16 +62,15 @@ TEST(ServerLifecycle, PastMaxWaitingRequestsNewOnesGet503AndAcceptedOnesFinish) 
     replies.push_back(std::async(std::launch::async, [&] {
       return post(
           s, "/v1/completions",
-          ojson{{"prompt", "Once upon a time"}, {"max_tokens", 1500}, {"ignore_eos", true}});
+          ojson{{"prompt", "Once upon a time"}, {"max_tokens", 1000}, {"ignore_eos", true}});
     }));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   int ok = 0, overloaded = 0;
   for (auto& f : replies) {
     const HttpReply r = f.get();
     if (r.status == 200) {
       ++ok;
-      EXPECT_EQ(r.json["usage"]["completion_tokens"], 1500);
+      EXPECT_EQ(r.json["usage"]["completion_tokens"], 1000);
     } else {
       EXPECT_EQ(r.status, 503) << r.body;
       EXPECT_EQ(r.json["error"]["type"], "ServiceUnavailableError");
@@ -87,7 +86,7 @@ TEST(ServerLifecycle, PastMaxWaitingRequestsNewOnesGet503AndAcceptedOnesFinish) 
 // SIGTERM lets in-flight requests finish within --shutdown-timeout and aborts them after it;
 // either way the stream ends with [DONE] and the process exits 0.
 TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
-  for (const char* timeout : {"0", "5"}) {
+  for (const char* timeout : {"0", "60"}) {
     ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout " + timeout);
     auto stream = std::async(std::launch::async, [&] {
       return post_stream(s, "/v1/completions",
@@ -100,8 +99,10 @@ TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
     wait_for_metrics(
         s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(s.signal_and_wait(SIGTERM, std::chrono::seconds(15)), 0) << s.stderr_text();
-    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+    EXPECT_EQ(s.signal_and_wait(SIGTERM, std::chrono::seconds(90)), 0) << s.stderr_text();
+    if (std::string(timeout) == "0") {
+      EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    }
     const StreamReply r = stream.get();
     EXPECT_EQ(r.status, 200);
     EXPECT_TRUE(r.done);  // ended properly, not cut
