@@ -376,8 +376,13 @@ void add_bench_serve_subcommand(CLI::App* bench, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   s->add_option("--request-rate", o->request_rate,
-                "Mean requests per second (Poisson arrivals); inf sends all at once")
-      ->check(CLI::PositiveNumber);
+                "Mean requests per second (Poisson arrivals); inf (the default) sends all at once")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const double rate = std::strtod(v.c_str(), nullptr);
+            return rate > 0 ? std::string() : "must be a positive number or inf";
+          },
+          "RATE"));
   s->add_option("--max-concurrency", o->max_concurrency, "Most requests in flight; 0: no limit")
       ->check(CLI::NonNegativeNumber);
   s->add_option("--dataset-path", o->dataset_path,

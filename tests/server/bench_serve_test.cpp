@@ -50,7 +50,7 @@ TEST(BenchServe, ChatPromptsFromAFileAndAnUnreachableServerFailClearly) {
   const CliResult r =
       run_cli("bench serve --base-url http://127.0.0.1:" + std::to_string(s.port()) +
               " --endpoint /v1/chat/completions --dataset-path " + data +
-              " --num-prompts 6 --ignore-eos --save-result " + result);
+              " --num-prompts 6 --request-rate inf --ignore-eos --save-result " + result);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const ojson j = read_json(result);
   EXPECT_EQ(j["completed"], 6);
