@@ -73,26 +73,32 @@ PreparedPrompt prepare(std::vector<int32_t> ids, std::string text, const Generat
   return p;
 }
 
-// The stream of /v1/completions chunks.
-class CompletionStream : public EventStream {
+// What both streams share: the job, the chunk envelope, and the ending (an error event, or
+// the usage chunk when asked for, then [DONE]).
+class JobStream : public EventStream {
  public:
-  CompletionStream(std::unique_ptr<GenerationJob> job, CompletionRequest request, ojson base)
-      : job_(std::move(job)),
-        request_(std::move(request)),
-        base_(std::move(base)),
-        offsets_(job_->num_choices(), 0),
-        echoed_(job_->num_choices(), !request_.echo) {}
+  void cancel() override { job_->cancel(); }
 
-  bool next(std::string& out) override {
-    if (ended_) return false;
-    for (auto& u : job_->poll(kPollInterval)) out += chunk(u.choice, u.delta);
+ protected:
+  JobStream(std::unique_ptr<GenerationJob> job, bool include_usage, ojson base)
+      : job_(std::move(job)), include_usage_(include_usage), base_(std::move(base)) {}
+
+  std::string event_with(ojson choice) const {
+    ojson j = base_;
+    j["choices"] = ojson::array({std::move(choice)});
+    if (include_usage_) j["usage"] = nullptr;
+    return sse_event(j);
+  }
+
+  // Appends the stream's end once the job is over; returns whether the stream goes on.
+  bool continues(std::string& out) {
     if (auto error = job_->error()) {
       out += sse_event(error_json(500, *error)) + kSseDone;
       ended_ = true;
       return false;
     }
     if (!job_->done()) return true;
-    if (request_.include_usage) {
+    if (include_usage_) {
       int64_t completion = 0;
       for (size_t i = 0; i < job_->num_choices(); ++i) completion += job_->choice(i).num_tokens();
       ojson last = base_;
@@ -105,7 +111,26 @@ class CompletionStream : public EventStream {
     return false;
   }
 
-  void cancel() override { job_->cancel(); }
+  std::unique_ptr<GenerationJob> job_;
+  bool include_usage_;
+  ojson base_;
+  bool ended_ = false;
+};
+
+// The stream of /v1/completions chunks.
+class CompletionStream : public JobStream {
+ public:
+  CompletionStream(std::unique_ptr<GenerationJob> job, CompletionRequest request, ojson base)
+      : JobStream(std::move(job), request.include_usage, std::move(base)),
+        request_(std::move(request)),
+        offsets_(job_->num_choices(), 0),
+        echoed_(job_->num_choices(), !request_.echo) {}
+
+  bool next(std::string& out) override {
+    if (ended_) return false;
+    for (auto& u : job_->poll(kPollInterval)) out += chunk(u.choice, u.delta);
+    return continues(out);
+  }
 
  private:
   std::string chunk(size_t i, const ChoiceDelta& delta) {
@@ -116,32 +141,26 @@ class CompletionStream : public EventStream {
     }
     if (text.empty() && delta.logprobs.empty() && !delta.finished) return {};
     const ChoiceStream& c = job_->choice(i);
-    ojson choice = {
-        {"index", i},
-        {"text", text},
-        {"logprobs", request_.top_logprobs ? completion_logprobs_json(delta.logprobs, offsets_[i])
-                                           : ojson(nullptr)},
-        {"finish_reason", delta.finished ? ojson(c.finish_reason()) : ojson(nullptr)},
-        {"stop_reason", delta.finished ? c.stop_reason() : ojson(nullptr)}};
-    ojson j = base_;
-    j["choices"] = ojson::array({std::move(choice)});
-    if (request_.include_usage) j["usage"] = nullptr;
-    return sse_event(j);
+    return event_with(
+        {{"index", i},
+         {"text", text},
+         {"logprobs", request_.top_logprobs ? completion_logprobs_json(delta.logprobs, offsets_[i])
+                                            : ojson(nullptr)},
+         {"finish_reason", delta.finished ? ojson(c.finish_reason()) : ojson(nullptr)},
+         {"stop_reason", delta.finished ? c.stop_reason() : ojson(nullptr)}});
   }
 
-  std::unique_ptr<GenerationJob> job_;
   CompletionRequest request_;
-  ojson base_;
   std::vector<size_t> offsets_;
   std::vector<bool> echoed_;
-  bool ended_ = false;
 };
 
 // The stream of /v1/chat/completions chunks: a role chunk per choice, then content deltas.
-class ChatStream : public EventStream {
+class ChatStream : public JobStream {
  public:
   ChatStream(std::unique_ptr<GenerationJob> job, ChatRequest request, ojson base)
-      : job_(std::move(job)), request_(std::move(request)), base_(std::move(base)) {}
+      : JobStream(std::move(job), request.include_usage, std::move(base)),
+        request_(std::move(request)) {}
 
   bool next(std::string& out) override {
     if (ended_) return false;
@@ -158,26 +177,8 @@ class ChatStream : public EventStream {
                    request_.top_logprobs ? chat_logprobs_json(u.delta.logprobs) : ojson(nullptr),
                    u.delta.finished ? ojson(c.finish_reason()) : ojson(nullptr));
     }
-    if (auto error = job_->error()) {
-      out += sse_event(error_json(500, *error)) + kSseDone;
-      ended_ = true;
-      return false;
-    }
-    if (!job_->done()) return true;
-    if (request_.include_usage) {
-      int64_t completion = 0;
-      for (size_t i = 0; i < job_->num_choices(); ++i) completion += job_->choice(i).num_tokens();
-      ojson last = base_;
-      last["choices"] = ojson::array();
-      last["usage"] = usage_json(job_->prompt_tokens(), completion);
-      out += sse_event(last);
-    }
-    out += kSseDone;
-    ended_ = true;
-    return false;
+    return continues(out);
   }
-
-  void cancel() override { job_->cancel(); }
 
  private:
   std::string chunk(size_t i, ojson delta, ojson logprobs, ojson finish_reason) {
@@ -186,17 +187,11 @@ class ChatStream : public EventStream {
                     {"logprobs", std::move(logprobs)},
                     {"finish_reason", finish_reason}};
     if (!finish_reason.is_null()) choice["stop_reason"] = job_->choice(i).stop_reason();
-    ojson j = base_;
-    j["choices"] = ojson::array({std::move(choice)});
-    if (request_.include_usage) j["usage"] = nullptr;
-    return sse_event(j);
+    return event_with(std::move(choice));
   }
 
-  std::unique_ptr<GenerationJob> job_;
   ChatRequest request_;
-  ojson base_;
   bool sent_roles_ = false;
-  bool ended_ = false;
 };
 
 ApiResponse json_response(const ojson& j, int status = 200) {

@@ -132,10 +132,8 @@ struct HttpReply {
   httplib::Headers headers;
 };
 
-inline HttpReply post(const ServerProcess& server, const std::string& path, const std::string& body,
-                      const httplib::Headers& headers = {}) {
-  auto c = server.client();
-  auto res = c.Post(path, headers, body, "application/json");
+// Status 0 when the server could not be reached.
+inline HttpReply to_reply(const httplib::Result& res) {
   HttpReply r;
   if (!res) return r;
   r.status = res->status;
@@ -144,6 +142,12 @@ inline HttpReply post(const ServerProcess& server, const std::string& path, cons
   r.json = ojson::parse(res->body, nullptr, false);
   if (r.json.is_discarded()) r.json = nullptr;
   return r;
+}
+
+inline HttpReply post(const ServerProcess& server, const std::string& path, const std::string& body,
+                      const httplib::Headers& headers = {}) {
+  auto c = server.client();
+  return to_reply(c.Post(path, headers, body, "application/json"));
 }
 
 inline HttpReply post(const ServerProcess& server, const std::string& path, const ojson& body) {
@@ -153,15 +157,7 @@ inline HttpReply post(const ServerProcess& server, const std::string& path, cons
 inline HttpReply get(const ServerProcess& server, const std::string& path,
                      const httplib::Headers& headers = {}) {
   auto c = server.client();
-  auto res = c.Get(path, headers);
-  HttpReply r;
-  if (!res) return r;
-  r.status = res->status;
-  r.body = res->body;
-  r.headers = res->headers;
-  r.json = ojson::parse(res->body, nullptr, false);
-  if (r.json.is_discarded()) r.json = nullptr;
-  return r;
+  return to_reply(c.Get(path, headers));
 }
 
 struct StreamReply {
