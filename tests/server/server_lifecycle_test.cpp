@@ -83,10 +83,12 @@ TEST(ServerLifecycle, PastMaxWaitingRequestsNewOnesGet503AndAcceptedOnesFinish) 
   EXPECT_EQ(ok + overloaded, 8);
 }
 
-// SIGTERM lets in-flight requests finish within --shutdown-timeout and aborts them after it;
-// either way the stream ends with [DONE] and the process exits 0.
+// SIGTERM (and SIGINT, Ctrl-C) lets in-flight requests finish within --shutdown-timeout and aborts
+// them after it; either way the stream ends with [DONE] and the process exits 0.
 TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
-  for (const char* timeout : {"0", "60"}) {
+  int round_of_zero = 0;
+  for (const char* timeout : {"0", "60", "0"}) {
+    const bool interrupt = timeout == std::string("0") && ++round_of_zero == 2;
     ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout " + timeout);
     auto stream = std::async(std::launch::async, [&] {
       return post_stream(s, "/v1/completions",
@@ -99,7 +101,8 @@ TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
     wait_for_metrics(
         s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_EQ(s.signal_and_wait(SIGTERM, std::chrono::seconds(90)), 0) << s.stderr_text();
+    EXPECT_EQ(s.signal_and_wait(interrupt ? SIGINT : SIGTERM, std::chrono::seconds(90)), 0)
+        << s.stderr_text();
     if (std::string(timeout) == "0") {
       EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
     }
@@ -109,7 +112,8 @@ TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
     ASSERT_GE(r.events.size(), 2u);
     EXPECT_EQ(r.events.back()["choices"][0]["finish_reason"],
               std::string(timeout) == "0" ? "abort" : "length");
-    EXPECT_NE(s.stderr_text().find("received SIGTERM"), std::string::npos);
+    EXPECT_NE(s.stderr_text().find(interrupt ? "received SIGINT" : "received SIGTERM"),
+              std::string::npos);
     // No new connections once it is gone.
     EXPECT_EQ(get(s, "/health").status, 0);
   }
