@@ -78,7 +78,8 @@ TEST(ServerLifecycle, PastMaxWaitingRequestsNewOnesGet503AndAcceptedOnesFinish) 
       ++overloaded;
     }
   }
-  EXPECT_GE(ok, 3);  // one running and two waiting at least
+  // The first two always fit (requests not yet picked up by the engine loop count as waiting).
+  EXPECT_GE(ok, 2);
   EXPECT_GE(overloaded, 1);
   EXPECT_EQ(ok + overloaded, 8);
 }
