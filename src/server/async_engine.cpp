@@ -231,15 +231,14 @@ void AsyncEngine::finish(const std::string& id, Tracked& t, const std::string& r
 void AsyncEngine::publish_gauges() {
   const EngineStats s = engine_.stats();
   engine_waiting_ = s.num_waiting;
-  metrics_.set_gauges(EngineGauges{s.num_running, s.num_waiting, s.kv_cache_usage,
-                                   s.num_preemptions, s.prefix_cache_queries, s.prefix_cache_hits});
+  metrics_.set_gauges(s);
 }
 
 void AsyncEngine::maybe_log_stats(Clock::time_point now) {
   if (options_.log_stats_interval_s <= 0) return;
   const double elapsed = seconds(now - last_stats_log_);
   if (elapsed < options_.log_stats_interval_s) return;
-  const EngineGauges g = metrics_.gauges();
+  const EngineStats g = metrics_.gauges();
   const bool idle = interval_prompt_tokens_ == 0 && interval_generation_tokens_ == 0 &&
                     g.num_running == 0 && g.num_waiting == 0;
   if (!idle) {

@@ -52,19 +52,19 @@ std::vector<GenerationJob::Update> GenerationJob::poll(std::chrono::milliseconds
   std::vector<std::string> stopped;
   for (TokenEvent& event : channel_->wait(timeout)) {
     const size_t i = event.choice;
-    if (event.finished) engine_finished_[i] = true;
     ChoiceStream& choice = *choices_[i];
     const bool was_finished = choice.finished();
+    if (event.finished) engine_finished_[i] = true;
     ChoiceDelta delta = choice.consume(event);
     if (was_finished) continue;
-    if (choice.finished() && !engine_finished_[i]) stopped.push_back(request_ids_[i]);
+    if (choice.finished() && !engine_finished_[i]) {
+      // A stop string ended it: abort the engine request; nothing more to wait for.
+      stopped.push_back(request_ids_[i]);
+      engine_finished_[i] = true;
+    }
     updates.push_back({i, std::move(delta)});
   }
   if (!stopped.empty()) engine_.abort(stopped, "stop");
-  for (const std::string& id : stopped) {
-    const size_t i = std::find(request_ids_.begin(), request_ids_.end(), id) - request_ids_.begin();
-    engine_finished_[i] = true;  // the abort is on its way; nothing more to wait for
-  }
   return updates;
 }
 
@@ -92,17 +92,18 @@ int64_t GenerationJob::prompt_tokens() const {
 }
 
 std::vector<size_t> GenerationJob::selected_choices(int n) const {
-  std::vector<size_t> selected;
+  std::vector<size_t> all(choices_.size());
+  std::iota(all.begin(), all.end(), 0);
+  if (best_of_ == n) return all;  // every choice, in order
+  std::vector<size_t> best;
   for (size_t p = 0; p < prompts_.size(); ++p) {
-    std::vector<size_t> candidates(best_of_);
-    std::iota(candidates.begin(), candidates.end(), p * best_of_);
-    std::stable_sort(candidates.begin(), candidates.end(), [&](size_t a, size_t b) {
+    const auto first = all.begin() + static_cast<std::ptrdiff_t>(p * best_of_);
+    std::stable_sort(first, first + best_of_, [&](size_t a, size_t b) {
       return choices_[a]->cumulative_logprob() > choices_[b]->cumulative_logprob();
     });
-    if (best_of_ == n) std::sort(candidates.begin(), candidates.end());
-    selected.insert(selected.end(), candidates.begin(), candidates.begin() + n);
+    best.insert(best.end(), first, first + n);
   }
-  return selected;
+  return best;
 }
 
 }  // namespace pagedllm::server

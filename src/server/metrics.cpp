@@ -79,12 +79,12 @@ ServerMetrics::ServerMetrics(std::string model_name)
   for (const char* reason : {"stop", "length", "abort"}) finished_[reason] = 0;
 }
 
-void ServerMetrics::set_gauges(const EngineGauges& gauges) {
+void ServerMetrics::set_gauges(const EngineStats& gauges) {
   std::lock_guard lock(mutex_);
   gauges_ = gauges;
 }
 
-EngineGauges ServerMetrics::gauges() const {
+EngineStats ServerMetrics::gauges() const {
   std::lock_guard lock(mutex_);
   return gauges_;
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "pagedllm/engine.h"
+
 namespace pagedllm::server {
 
 class Histogram {
@@ -25,21 +27,12 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
-struct EngineGauges {
-  int num_running = 0;
-  int num_waiting = 0;
-  double kv_cache_usage = 0;
-  int64_t num_preemptions = 0;
-  int64_t prefix_cache_queries = 0;
-  int64_t prefix_cache_hits = 0;
-};
-
 class ServerMetrics {
  public:
   explicit ServerMetrics(std::string model_name);
 
-  void set_gauges(const EngineGauges& gauges);
-  EngineGauges gauges() const;
+  void set_gauges(const EngineStats& gauges);
+  EngineStats gauges() const;
   void add_prompt_tokens(int64_t n);
   void add_generation_tokens(int64_t n);
   void observe_queue_time(double seconds);
@@ -53,7 +46,7 @@ class ServerMetrics {
  private:
   mutable std::mutex mutex_;
   std::string labels_;  // model_name="..."
-  EngineGauges gauges_;
+  EngineStats gauges_;
   int64_t prompt_tokens_ = 0;
   int64_t generation_tokens_ = 0;
   std::map<std::string, int64_t> finished_;

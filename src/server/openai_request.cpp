@@ -35,17 +35,17 @@ class Fields {
   std::optional<int64_t> integer(const std::string& name, int64_t lo, int64_t hi) {
     const json* v = find(name);
     if (!v) return std::nullopt;
-    double d = 0;
     if (v->is_number_integer()) {
       if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(hi))
         throw out_of_range(name, lo, hi);
-      d = static_cast<double>(v->get<int64_t>());
       const int64_t i = v->get<int64_t>();
       if (i < lo || i > hi) throw out_of_range(name, lo, hi);
       return i;
     }
-    if (v->is_number_float()) d = v->get<double>();
-    if (!v->is_number() || !std::isfinite(d) || d != std::floor(d))
+    // 16.0 is accepted as 16, as pydantic does.
+    if (!v->is_number_float()) throw bad_request(name + " must be an integer", name);
+    const double d = v->get<double>();
+    if (!std::isfinite(d) || d != std::floor(d))
       throw bad_request(name + " must be an integer", name);
     if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
       throw out_of_range(name, lo, hi);

@@ -52,7 +52,7 @@ PreparedPrompt prepare(std::vector<int32_t> ids, std::string text, const Generat
             " tokens (" + std::to_string(len) + " in the " + what + ", " +
             std::to_string(r.params.max_tokens) +
             " in the completion). Please reduce the length of the " + what + " or completion.",
-        r.max_tokens_given ? "max_tokens" : what);
+        "max_tokens");
   }
   if (len >= limit) {
     throw bad_request("This model's maximum context length is " + std::to_string(limit) +
@@ -198,6 +198,26 @@ ApiResponse json_response(const ojson& j, int status = 200) {
   return ApiResponse{status, "application/json", to_body(j), nullptr};
 }
 
+// A non-streamed response: the selected choices, each as {"index"} + fields(job index, choice)
+// + finish and stop reasons, and the usage.
+template <typename ChoiceFields>
+ApiResponse full_response(const GenerationJob& job, int n, ojson base, ChoiceFields&& fields) {
+  ojson choices = ojson::array();
+  int64_t completion_tokens = 0;
+  for (size_t i : job.selected_choices(n)) {
+    const ChoiceStream& c = job.choice(i);
+    completion_tokens += c.num_tokens();
+    ojson choice = {{"index", choices.size()}};
+    choice.update(fields(i, c));
+    choice["finish_reason"] = c.finish_reason();
+    choice["stop_reason"] = c.stop_reason();
+    choices.push_back(std::move(choice));
+  }
+  base["choices"] = std::move(choices);
+  base["usage"] = usage_json(job.prompt_tokens(), completion_tokens);
+  return json_response(base);
+}
+
 void run_to_end(GenerationJob& job) {
   job.start();
   job.wait_all();
@@ -268,25 +288,12 @@ ApiResponse OpenAIServing::completions(const std::string& body) {
     return ApiResponse{200, "text/event-stream", {}, std::move(stream)};
   }
   run_to_end(*job);
-  ojson choices = ojson::array();
-  int64_t completion_tokens = 0;
-  size_t index = 0;
-  for (size_t i : job->selected_choices(r.n)) {
-    const ChoiceStream& c = job->choice(i);
-    completion_tokens += c.num_tokens();
+  return full_response(*job, r.n, std::move(base), [&](size_t i, const ChoiceStream& c) {
     size_t offset = 0;
-    std::string text = c.text();
-    if (r.echo) text = job->prompts()[job->prompt_of(i)].text + text;
-    choices.push_back({{"index", index++},
-                       {"text", text},
-                       {"logprobs", r.top_logprobs ? completion_logprobs_json(c.logprobs(), offset)
-                                                   : ojson(nullptr)},
-                       {"finish_reason", c.finish_reason()},
-                       {"stop_reason", c.stop_reason()}});
-  }
-  base["choices"] = std::move(choices);
-  base["usage"] = usage_json(job->prompt_tokens(), completion_tokens);
-  return json_response(base);
+    return ojson{{"text", r.echo ? job->prompts()[job->prompt_of(i)].text + c.text() : c.text()},
+                 {"logprobs", r.top_logprobs ? completion_logprobs_json(c.logprobs(), offset)
+                                             : ojson(nullptr)}};
+  });
 }
 
 std::string OpenAIServing::render_chat(const ojson& messages, const ojson& tools,
@@ -341,22 +348,10 @@ ApiResponse OpenAIServing::chat_completions(const std::string& body) {
     return ApiResponse{200, "text/event-stream", {}, std::move(stream)};
   }
   run_to_end(*job);
-  ojson choices = ojson::array();
-  int64_t completion_tokens = 0;
-  size_t index = 0;
-  for (size_t i : job->selected_choices(r.n)) {
-    const ChoiceStream& c = job->choice(i);
-    completion_tokens += c.num_tokens();
-    choices.push_back(
-        {{"index", index++},
-         {"message", {{"role", "assistant"}, {"content", c.text()}}},
-         {"logprobs", r.top_logprobs ? chat_logprobs_json(c.logprobs()) : ojson(nullptr)},
-         {"finish_reason", c.finish_reason()},
-         {"stop_reason", c.stop_reason()}});
-  }
-  base["choices"] = std::move(choices);
-  base["usage"] = usage_json(job->prompt_tokens(), completion_tokens);
-  return json_response(base);
+  return full_response(*job, r.n, std::move(base), [&](size_t, const ChoiceStream& c) {
+    return ojson{{"message", {{"role", "assistant"}, {"content", c.text()}}},
+                 {"logprobs", r.top_logprobs ? chat_logprobs_json(c.logprobs()) : ojson(nullptr)}};
+  });
 }
 
 ApiResponse OpenAIServing::tokenize(const std::string& body) const {
