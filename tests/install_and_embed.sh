@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cmake --install, then build and run examples/embed against the installed package.
 set -euo pipefail
-build=$1 source=$2 shared=$3
+build=$1 source=$2 shared=${PAGEDLLM_SHARED_DIR:-$3}  # the env var wins, as in the C++ tests
 prefix=$build/test-install
 rm -rf "$prefix" "$build/embed-build"
 cmake --install "$build" --prefix "$prefix" > /dev/null
