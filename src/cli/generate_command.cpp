@@ -103,7 +103,10 @@ int run_generate(GenerateOptions& o) {
   const auto outputs = engine.generate(prompts, o.params);
   for (const auto& out : outputs) {
     if (o.json) {
-      std::cout << to_json(out, o.logprobs.has_value()).dump() << "\n";
+      // Text cut mid-character (byte tokens) prints U+FFFD rather than failing the run.
+      std::cout << to_json(out, o.logprobs.has_value())
+                       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                << "\n";
     } else {
       std::cout << out.text << "\n";
     }

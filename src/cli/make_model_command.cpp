@@ -21,16 +21,22 @@ struct MakeModelOptions {
   uint64_t seed = 0;
 };
 
-DType parse_dtype(const std::string& s) {
-  static const std::map<std::string, DType> names = {{"f32", DType::kF32},
-                                                     {"f16", DType::kF16},
-                                                     {"bf16", DType::kBF16},
-                                                     {"q8_0", DType::kQ8_0},
-                                                     {"q4_0", DType::kQ4_0}};
+// q4_k_m and q5_k_m are llama.cpp's mixes: Q6_K for attn_v, ffn_down and output.
+void parse_dtype(const std::string& s, ExportSpec& spec) {
+  if (s == "q4_k_m" || s == "q5_k_m") {
+    spec.dtype = s == "q4_k_m" ? DType::kQ4_K : DType::kQ5_K;
+    spec.sensitive_dtype = DType::kQ6_K;
+    return;
+  }
+  static const std::map<std::string, DType> names = {
+      {"f32", DType::kF32},   {"f16", DType::kF16},   {"bf16", DType::kBF16},
+      {"q8_0", DType::kQ8_0}, {"q4_0", DType::kQ4_0}, {"q4_k", DType::kQ4_K},
+      {"q5_k", DType::kQ5_K}, {"q6_k", DType::kQ6_K}};
   auto it = names.find(s);
   if (it == names.end())
-    throw std::invalid_argument("unknown --dtype '" + s + "' (f32, f16, bf16, q8_0, q4_0)");
-  return it->second;
+    throw std::invalid_argument("unknown --dtype '" + s +
+                                "' (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m)");
+  spec.dtype = it->second;
 }
 
 SentencePieceVocab vocab_for(const MakeModelOptions& o, int vocab_size) {
@@ -44,7 +50,7 @@ SentencePieceVocab vocab_for(const MakeModelOptions& o, int vocab_size) {
 int run(const MakeModelOptions& o) {
   ExportSpec spec;
   spec.config = preset_config(o.preset);
-  spec.dtype = parse_dtype(o.dtype);
+  parse_dtype(o.dtype, spec);
   spec.source_rope =
       spec.config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
   spec.name = o.preset;
@@ -73,7 +79,11 @@ void add_make_model_command(CLI::App& app, int& exit_code) {
       "Write a model of a real shape with random weights (std 0.02, norms 1), for "
       "benchmarks; GGUF files use llama.cpp's tensor names and metadata keys");
   cmd->add_option("--preset", o->preset, "llama-110m, llama-1b, qwen2-0.5b or tiny")->required();
-  cmd->add_option("--dtype", o->dtype, "Weight type: f32, f16, bf16, q8_0 or q4_0")
+  cmd->add_option(
+         "--dtype", o->dtype,
+         "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, or the mixes q4_k_m and "
+         "q5_k_m (Q6_K for attn_v, ffn_down, output); rows that hold no whole block stay "
+         "f32")
       ->capture_default_str();
   cmd->add_option("--format", o->format, "gguf (one file) or safetensors (an HF directory)")
       ->capture_default_str();

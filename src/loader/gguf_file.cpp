@@ -154,6 +154,12 @@ std::optional<DType> dtype_of_ggml_type(uint32_t t) {
       return DType::kQ4_0;
     case 8:
       return DType::kQ8_0;
+    case 12:
+      return DType::kQ4_K;
+    case 13:
+      return DType::kQ5_K;
+    case 14:
+      return DType::kQ6_K;
     case 30:
       return DType::kBF16;
     default:

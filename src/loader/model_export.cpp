@@ -128,6 +128,10 @@ std::vector<TensorToWrite> tensors_for(const ExportSpec& spec, const WeightSourc
   for (const PlannedTensor& t : plan(c, gguf)) {
     const RoleShape rs = shape_of(c, t.role);
     DType dtype = t.is_matrix ? spec.dtype : (gguf ? DType::kF32 : spec.dtype);
+    const bool sensitive = t.role == WeightRole::kWv || t.role == WeightRole::kDown ||
+                           t.role == WeightRole::kOutput ||
+                           (t.role == WeightRole::kEmbedding && c.tied_embeddings);
+    if (t.is_matrix && sensitive && spec.sensitive_dtype) dtype = *spec.sensitive_dtype;
     // Block-quantized rows must hold whole blocks; other rows stay f32, as llama.cpp falls back.
     if (rs.shape.back() % block_elements(dtype) != 0) dtype = DType::kF32;
     const bool permute = rs.permute_rows && spec.source_rope != target;
@@ -154,6 +158,12 @@ uint32_t gguf_file_type(DType d) {
       return 2;
     case DType::kQ8_0:
       return 7;
+    case DType::kQ4_K:
+      return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S: every matrix Q4_K
+    case DType::kQ5_K:
+      return 16;  // MOSTLY_Q5_K_S
+    case DType::kQ6_K:
+      return 18;
     case DType::kBF16:
       return 32;
   }
@@ -190,7 +200,8 @@ void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::
   std::vector<GGUFMetadataEntry> m = {
       {"general.architecture", gguf_string(a)},
       {"general.name", gguf_string(spec.name)},
-      {"general.file_type", gguf_u32(gguf_file_type(spec.dtype))},
+      {"general.file_type",
+       gguf_u32(gguf_file_type(spec.dtype) + (spec.sensitive_dtype ? 1 : 0))},  // _S -> _M
       {a + ".context_length", gguf_u32(static_cast<uint32_t>(c.max_seq_len))},
       {a + ".embedding_length", gguf_u32(static_cast<uint32_t>(c.dim))},
       {a + ".block_count", gguf_u32(static_cast<uint32_t>(c.n_layers))},

@@ -44,6 +44,8 @@ struct ExportSpec {
   ModelConfig config;
   RopeStyle source_rope = RopeStyle::kInterleaved;
   DType dtype = DType::kF32;
+  // llama.cpp's "_M" k-quant mixes: attn_v, ffn_down and the output matrix in this type (Q6_K).
+  std::optional<DType> sensitive_dtype;
   std::optional<SentencePieceVocab> vocab;  // embedded in GGUF files
   std::string name = "pagedllm";
 };

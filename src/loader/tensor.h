@@ -7,7 +7,13 @@
 
 namespace pagedllm {
 
-enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
+// Q4_K, Q5_K and Q6_K are llama.cpp's k-quants: super-blocks of 256 with sub-block scales.
+enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K };
+
+inline bool is_block_quantized(DType d) {
+  return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kQ4_K || d == DType::kQ5_K ||
+         d == DType::kQ6_K;
+}
 
 const char* to_string(DType dtype);
 // Elements per quantization block (1 for plain floats) and bytes per block.

@@ -72,6 +72,12 @@ uint32_t ggml_type_of(DType dtype) {
       return 2;
     case DType::kQ8_0:
       return 8;
+    case DType::kQ4_K:
+      return 12;
+    case DType::kQ5_K:
+      return 13;
+    case DType::kQ6_K:
+      return 14;
     case DType::kBF16:
       return 30;
   }

@@ -28,6 +28,9 @@ ModelConfig preset_config(const std::string& name) {
   } else if (name == "tiny") {
     c.dim = 64, c.hidden_dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
     c.vocab_size = 512, c.max_seq_len = 256;
+  } else if (name == "tiny-kquant") {  // every matrix row holds whole 256-element k-quant blocks
+    c.dim = 256, c.hidden_dim = 512, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
+    c.vocab_size = 512, c.max_seq_len = 256;
   } else if (name == "tiny-llama3") {
     c.dim = 128, c.hidden_dim = 256, c.n_layers = 2, c.n_heads = 8, c.n_kv_heads = 2;
     c.vocab_size = 640, c.max_seq_len = 4096, c.rope_theta = 500000.0f;
@@ -47,16 +50,16 @@ ModelConfig preset_config(const std::string& name) {
     return c;
   } else {
     throw std::invalid_argument("unknown preset '" + name +
-                                "' (llama-110m, llama-1b, qwen2-0.5b; tests: tiny, tiny-llama3, "
-                                "tiny-qwen2, tiny-qwen3)");
+                                "' (llama-110m, llama-1b, qwen2-0.5b; tests: tiny, tiny-kquant, "
+                                "tiny-llama3, tiny-qwen2, tiny-qwen3)");
   }
   c.head_dim = c.dim / c.n_heads;
   return c;
 }
 
 std::vector<std::string> preset_names() {
-  return {"llama-110m",  "llama-1b",   "qwen2-0.5b", "tiny",
-          "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
+  return {"llama-110m",  "llama-1b",    "qwen2-0.5b", "tiny",
+          "tiny-kquant", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
 }
 
 SentencePieceVocab synthetic_vocab(int size) {

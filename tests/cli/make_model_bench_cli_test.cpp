@@ -46,6 +46,24 @@ TEST(MakeModelCli, WritesLoadableFilesWithLlamaCppNames) {
             0);
 }
 
+TEST(MakeModelCli, WritesKQuantMixesAsLlamaCppDoes) {
+  const std::string path = testing::TempDir() + "/tiny-kquant-q4_k_m.gguf";
+  const auto r = run_cli("make-model --preset tiny-kquant --dtype q4_k_m --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const GGUFFile g(path);
+  EXPECT_EQ(g.get_int("general.file_type"), 15);                 // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  EXPECT_EQ(g.tensor("blk.0.attn_q.weight")->ggml_type, 12u);    // Q4_K
+  EXPECT_EQ(g.tensor("blk.0.attn_v.weight")->ggml_type, 14u);    // Q6_K
+  EXPECT_EQ(g.tensor("blk.1.ffn_down.weight")->ggml_type, 14u);  // Q6_K
+  EXPECT_EQ(g.tensor("output.weight")->ggml_type, 14u);
+  EXPECT_EQ(g.tensor("blk.0.attn_norm.weight")->ggml_type, 0u);  // vectors stay f32
+  const auto gen = run_cli("generate --model " + path +
+                           " --prompt \"abc\" --max-tokens 4 --temperature 0 --json --ignore-eos");
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  EXPECT_EQ(json::parse(gen.out)["token_ids"].size(), 4u);
+  EXPECT_NE(run_cli("make-model --preset tiny --dtype q3_k --out " + path).code, 0);
+}
+
 TEST(MakeModelCli, RandomWeightsAreReproducibleFromTheSeed) {
   const std::string a = testing::TempDir() + "/seed-a.gguf",
                     b = testing::TempDir() + "/seed-b.gguf";

@@ -28,7 +28,7 @@ Weights random_weights(int N, int K, DType dtype, std::mt19937& rng) {
     for (float v : w.f32) w.bf16.push_back(f32_to_bf16(v));
     for (size_t i = 0; i < w.f32.size(); ++i) w.f32[i] = bf16_to_f32(w.bf16[i]);
     w.matrix = WeightMatrix{DType::kBF16, N, K, w.bf16.data()};
-  } else if (dtype == DType::kQ8_0 || dtype == DType::kQ4_0) {
+  } else if (is_block_quantized(dtype)) {
     const size_t rb = row_bytes(dtype, K);
     w.quantized.resize(rb * static_cast<size_t>(N));
     for (int r = 0; r < N; ++r) {
@@ -56,12 +56,12 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
   std::mt19937 rng(3);
   std::normal_distribution<float> n(0.0f, 1.0f);
   int compared = 0;
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
-    const bool quantized = dtype == DType::kQ8_0 || dtype == DType::kQ4_0;
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
+                      DType::kQ5_K, DType::kQ6_K}) {
     for (int M : {1, 2, 3, 5, 9}) {
       for (int N : {1, 15, 16, 17, 40}) {
-        for (int K : {1, 7, 32, 255, 256, 257, 320, 600}) {
-          if (quantized && K % 32 != 0) continue;
+        for (int K : {1, 7, 32, 255, 256, 257, 320, 512, 600}) {
+          if (K % block_elements(dtype) != 0) continue;
           const Weights w = random_weights(N, K, dtype, rng);
           const PackedMatrix packed(w.matrix);
           std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
@@ -127,6 +127,40 @@ TEST(Gemm, StackedMatricesEqualSeparateOnes) {
       EXPECT_EQ(y[static_cast<size_t>(m * 29 + j)], ya[static_cast<size_t>(m * 20 + j)]);
     for (int j = 0; j < 9; ++j)
       EXPECT_EQ(y[static_cast<size_t>(m * 29 + 20 + j)], yb[static_cast<size_t>(m * 9 + j)]);
+  }
+}
+
+TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
+  // As in a Q4_K_M file: Q and K in Q4_K (mins, sub-blocks of 32), V in Q6_K (sub-blocks of 16),
+  // fused into one QKV product on the finer sub-block.
+  std::mt19937 rng(6);
+  const int K = 512;
+  const Weights q = random_weights(33, K, DType::kQ4_K, rng),
+                k = random_weights(16, K, DType::kQ4_K, rng),
+                v = random_weights(7, K, DType::kQ6_K, rng);
+  const PackedMatrix fused(std::vector<const WeightMatrix*>{&q.matrix, &k.matrix, &v.matrix});
+  EXPECT_EQ(fused.quant_block(), 16);
+  EXPECT_TRUE(fused.has_mins());
+  const int M = 5, N = 33 + 16 + 7;
+  std::vector<float> x(static_cast<size_t>(M) * K);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(0.37 * double(i)));
+  for (Isa isa : supported_paths()) {
+    std::vector<float> y(static_cast<size_t>(M) * N);
+    gemm_packed(isa, x.data(), M, fused, y.data(), nullptr);
+    int offset = 0;
+    for (const Weights* part : {&q, &k, &v}) {
+      const PackedMatrix alone(part->matrix);
+      const int n = part->matrix.rows;
+      std::vector<float> ya(static_cast<size_t>(M) * n);
+      gemm_packed(isa, x.data(), M, alone, ya.data(), nullptr);
+      for (int m = 0; m < M; ++m) {
+        for (int j = 0; j < n; ++j) {
+          ASSERT_EQ(y[static_cast<size_t>(m * N + offset + j)], ya[static_cast<size_t>(m * n + j)])
+              << to_string(isa) << " row " << m << " column " << offset + j;
+        }
+      }
+      offset += n;
+    }
   }
 }
 

@@ -29,11 +29,12 @@ struct Case {
   // (3e-2).
   double tolerance;
   DType kv_dtype = DType::kF32;
+  bool k_quant_mix = false;  // Q6_K for attn_v, ffn_down and output, as llama.cpp's Q4_K_M
 };
 
 std::string name_of(const Case& c) {
   std::string n = std::string(c.preset) + "_" + (c.gguf ? "gguf_" : "hf_") + to_string(c.dtype) +
-                  (c.kv_dtype == DType::kBF16 ? "_kv_bf16" : "");
+                  (c.kv_dtype == DType::kBF16 ? "_kv_bf16" : "") + (c.k_quant_mix ? "_M" : "");
   for (char& ch : n) {
     if (ch == '-') ch = '_';
   }
@@ -93,6 +94,7 @@ TEST_P(NumpyReference, LastPositionLogitsMatch) {
   ExportSpec spec;
   spec.config = preset_config(c.preset);
   spec.dtype = c.dtype;
+  if (c.k_quant_mix) spec.sensitive_dtype = DType::kQ6_K;
   spec.source_rope = RopeStyle::kInterleaved;
   spec.vocab = synthetic_vocab(spec.config.vocab_size);
   const std::string path =
@@ -143,7 +145,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny-qwen2", false, DType::kBF16, 1e-4}, Case{"tiny-qwen3", true, DType::kF16, 1e-4},
         Case{"tiny-qwen3", false, DType::kF32, 1e-4},
         Case{"tiny", true, DType::kF32, 3e-2, DType::kBF16},
-        Case{"tiny-qwen2", false, DType::kBF16, 3e-2, DType::kBF16}),
+        Case{"tiny-qwen2", false, DType::kBF16, 3e-2, DType::kBF16},
+        Case{"tiny-kquant", true, DType::kQ4_K, 1e-4},
+        Case{"tiny-kquant", true, DType::kQ5_K, 1e-4},
+        Case{"tiny-kquant", true, DType::kQ6_K, 1e-4},
+        Case{"tiny-kquant", true, DType::kQ4_K, 1e-4, DType::kF32, true}),
     [](const auto& info) { return name_of(info.param); });
 
 }  // namespace

@@ -96,7 +96,56 @@ def dequantize(raw, ggml_type, count):
         qs = b[:, 2:]
         q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float64) - 8.0
         return (d * q).reshape(-1)
+    if ggml_type in (12, 13, 14):
+        return dequantize_k(raw, ggml_type, count // 256)
     raise SystemExit("unsupported ggml type %d" % ggml_type)
+
+
+def k_scales_mins(packed):
+    """Q4_K/Q5_K: 8 six-bit scales and mins from 12 bytes per super-block (ggml's layout)."""
+    p = packed.astype(np.int64)
+    sc = np.empty((len(p), 8), np.int64)
+    mn = np.empty((len(p), 8), np.int64)
+    sc[:, :4] = p[:, 0:4] & 63
+    mn[:, :4] = p[:, 4:8] & 63
+    sc[:, 4:] = (p[:, 8:12] & 0xF) | ((p[:, 0:4] >> 6) << 4)
+    mn[:, 4:] = (p[:, 8:12] >> 4) | ((p[:, 4:8] >> 6) << 4)
+    return sc, mn
+
+
+def dequantize_k(raw, ggml_type, blocks):
+    size = {12: 144, 13: 176, 14: 210}[ggml_type]
+    b = np.frombuffer(raw, dtype=np.uint8, count=blocks * size).reshape(blocks, size)
+    if ggml_type == 14:  # Q6_K: ql[128], qh[64], int8 scales[16], f16 d
+        ql, qh = b[:, :128].astype(np.int64), b[:, 128:192].astype(np.int64)
+        sc = b[:, 192:208].copy().view(np.int8).astype(np.float64)
+        d = b[:, 208:210].copy().view("<f2").astype(np.float64)
+        q = np.empty((blocks, 256), np.int64)
+        for half in range(2):
+            lo, hi = ql[:, 64 * half:64 * half + 64], qh[:, 32 * half:32 * half + 32]
+            base = 128 * half
+            q[:, base:base + 32] = (lo[:, :32] & 0xF) | ((hi & 3) << 4)
+            q[:, base + 32:base + 64] = (lo[:, 32:] & 0xF) | (((hi >> 2) & 3) << 4)
+            q[:, base + 64:base + 96] = (lo[:, :32] >> 4) | (((hi >> 4) & 3) << 4)
+            q[:, base + 96:base + 128] = (lo[:, 32:] >> 4) | (((hi >> 6) & 3) << 4)
+        scale = np.repeat(d * sc, 16, axis=1)
+        return (scale * (q - 32)).reshape(-1)
+    d = b[:, 0:2].copy().view("<f2").astype(np.float64)
+    dmin = b[:, 2:4].copy().view("<f2").astype(np.float64)
+    sc, mn = k_scales_mins(b[:, 4:16])
+    qs = b[:, 48:176] if ggml_type == 13 else b[:, 16:144]
+    q = np.empty((blocks, 256), np.int64)
+    for chunk in range(4):  # 64 elements: low nibbles of 32 bytes, then their high nibbles
+        bytes_ = qs[:, 32 * chunk:32 * chunk + 32].astype(np.int64)
+        q[:, 64 * chunk:64 * chunk + 32] = bytes_ & 0xF
+        q[:, 64 * chunk + 32:64 * chunk + 64] = bytes_ >> 4
+    if ggml_type == 13:  # Q5_K: bit j of qh[l] is the fifth bit of element 32 * j + l
+        qh = b[:, 16:48].astype(np.int64)
+        for j in range(8):
+            q[:, 32 * j:32 * j + 32] += ((qh >> j) & 1) << 4
+    scale = np.repeat(d * sc, 32, axis=1)
+    mins = np.repeat(dmin * mn, 32, axis=1)
+    return (scale * q - mins).reshape(-1)
 
 
 def gguf_model(path):

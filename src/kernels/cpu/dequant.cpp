@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "kernels/cpu/block_quant.h"
 
 namespace pagedllm::cpu {
 
@@ -46,6 +49,19 @@ uint16_t load_u16(const uint8_t* p) {
   return v;
 }
 
+// The reference dequantization of every block format: s * q - m per element.
+void dequantize_blocks(DType dtype, const uint8_t* src, float* dst, int64_t n) {
+  const int sub = sub_block_elements(dtype);
+  std::vector<int8_t> codes(static_cast<size_t>(n));
+  std::vector<float> scales(static_cast<size_t>(n / sub)), mins(scales.size());
+  unpack_blocks(dtype, src, n, codes.data(), scales.data(), mins.data());
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] =
+        scales[static_cast<size_t>(i / sub)] * static_cast<float>(codes[static_cast<size_t>(i)]) -
+        mins[static_cast<size_t>(i / sub)];
+  }
+}
+
 }  // namespace
 
 void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n) {
@@ -59,22 +75,8 @@ void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n) {
     case DType::kBF16:
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
       return;
-    case DType::kQ8_0:
-      for (int64_t b = 0; b < n / 32; ++b, src += 34) {
-        const float d = f16_to_f32(load_u16(src));
-        const auto* q = reinterpret_cast<const int8_t*>(src + 2);
-        for (int j = 0; j < 32; ++j) dst[b * 32 + j] = d * static_cast<float>(q[j]);
-      }
-      return;
-    case DType::kQ4_0:
-      for (int64_t b = 0; b < n / 32; ++b, src += 18) {
-        const float d = f16_to_f32(load_u16(src));
-        const uint8_t* q = src + 2;
-        for (int j = 0; j < 16; ++j) {
-          dst[b * 32 + j] = d * static_cast<float>((q[j] & 0x0F) - 8);
-          dst[b * 32 + j + 16] = d * static_cast<float>((q[j] >> 4) - 8);
-        }
-      }
+    default:
+      dequantize_blocks(dtype, src, dst, n);
       return;
   }
 }
@@ -91,36 +93,8 @@ void quantize_row(DType dtype, const float* src, uint8_t* dst, int64_t n) {
     case DType::kBF16:
       for (int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, f32_to_bf16(src[i]));
       return;
-    case DType::kQ8_0:
-      for (int64_t b = 0; b < n / 32; ++b, dst += 34, src += 32) {
-        float amax = 0.0f;
-        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[j]));
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        store_u16(dst, f32_to_f16(d));
-        for (int j = 0; j < 32; ++j) {
-          dst[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::lround(src[j] * id)));
-        }
-      }
-      return;
-    case DType::kQ4_0:
-      for (int64_t b = 0; b < n / 32; ++b, dst += 18, src += 32) {
-        float amax = 0.0f, max = 0.0f;
-        for (int j = 0; j < 32; ++j) {
-          if (std::fabs(src[j]) > amax) {
-            amax = std::fabs(src[j]);
-            max = src[j];
-          }
-        }
-        const float d = max / -8.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        store_u16(dst, f32_to_f16(d));
-        for (int j = 0; j < 16; ++j) {
-          const auto q0 = std::min(15, static_cast<int>(src[j] * id + 8.5f));
-          const auto q1 = std::min(15, static_cast<int>(src[j + 16] * id + 8.5f));
-          dst[2 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
-        }
-      }
+    default:
+      quantize_blocks(dtype, src, dst, n);
       return;
   }
 }

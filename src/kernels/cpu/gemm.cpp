@@ -15,10 +15,10 @@ float weight_at(const PackedMatrix& w, int p, int k, int j) {
     case PanelStorage::kBF16:
       return bf16_to_f32(w.bf16_panel(p)[i]);
     case PanelStorage::kInt8: {
-      const float scale = w.scale_panel(
-          p)[static_cast<size_t>(k / PackedMatrix::kQuantBlock) * PackedMatrix::kPanel +
-             static_cast<size_t>(j)];
-      return scale * static_cast<float>(w.int8_panel(p)[i]);
+      const size_t s =
+          static_cast<size_t>(k >> w.quant_shift()) * PackedMatrix::kPanel + static_cast<size_t>(j);
+      const float scaled = w.scale_panel(p)[s] * static_cast<float>(w.int8_panel(p)[i]);
+      return w.has_mins() ? scaled - w.min_panel(p)[s] : scaled;
     }
     default:
       return w.f32_panel(p)[i];

@@ -21,6 +21,19 @@ void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y,
 void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias);
 
+// What a tile kernel specializes on: the storage, and for int8 whether there are mins.
+enum class PanelKind { kF32, kBF16, kInt8, kInt8Min };
+inline PanelKind panel_kind(const PackedMatrix& w) {
+  switch (w.storage()) {
+    case PanelStorage::kBF16:
+      return PanelKind::kBF16;
+    case PanelStorage::kInt8:
+      return w.has_mins() ? PanelKind::kInt8Min : PanelKind::kInt8;
+    default:
+      return PanelKind::kF32;
+  }
+}
+
 // One tile: rows [0, mr) of x (row stride ldx) times panels [p, p + np) (np <= 2) into y (row
 // stride ldy); columns at or past n_end are not written. Each path implements this.
 struct TileArgs {

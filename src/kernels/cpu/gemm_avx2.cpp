@@ -13,18 +13,21 @@ namespace {
 
 constexpr int kHalves = PackedMatrix::kPanel / 8;
 
-template <PanelStorage kS>
+template <PanelKind kS>
 inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
   const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(h) * 8;
-  if constexpr (kS == PanelStorage::kInt8) {
+  if constexpr (kS == PanelKind::kInt8 || kS == PanelKind::kInt8Min) {
+    // scale * q - min, exactly the reference dequantization.
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.int8_panel(panel) + i));
     const __m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-    const float* scales =
-        w.scale_panel(panel) +
-        static_cast<size_t>(k / PackedMatrix::kQuantBlock) * PackedMatrix::kPanel +
-        static_cast<size_t>(h) * 8;
-    return _mm256_mul_ps(_mm256_load_ps(scales), qf);
-  } else if constexpr (kS == PanelStorage::kBF16) {
+    const size_t s = static_cast<size_t>(k >> w.quant_shift()) * PackedMatrix::kPanel +
+                     static_cast<size_t>(h) * 8;
+    const __m256 scaled = _mm256_mul_ps(_mm256_load_ps(w.scale_panel(panel) + s), qf);
+    if constexpr (kS == PanelKind::kInt8Min) {
+      return _mm256_sub_ps(scaled, _mm256_load_ps(w.min_panel(panel) + s));
+    }
+    return scaled;
+  } else if constexpr (kS == PanelKind::kBF16) {
     const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(w.bf16_panel(panel) + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
   } else {
@@ -32,7 +35,7 @@ inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
   }
 }
 
-template <int MR, int NP, PanelStorage kS>
+template <int MR, int NP, PanelKind kS>
 void rows(const TileArgs& a, int m_offset) {
   constexpr int V = NP * kHalves;
   alignas(32) float total[MR][V * 8] = {};
@@ -67,7 +70,7 @@ void rows(const TileArgs& a, int m_offset) {
   }
 }
 
-template <PanelStorage kS>
+template <PanelKind kS>
 void dispatch(const TileArgs& a) {
   for (int m = 0; m < a.mr; m += 2) {
     const bool pair = m + 1 < a.mr;
@@ -82,13 +85,15 @@ void dispatch(const TileArgs& a) {
 }  // namespace
 
 void gemm_tile_avx2(const TileArgs& a) {
-  switch (a.w->storage()) {
-    case PanelStorage::kBF16:
-      return dispatch<PanelStorage::kBF16>(a);
-    case PanelStorage::kInt8:
-      return dispatch<PanelStorage::kInt8>(a);
+  switch (panel_kind(*a.w)) {
+    case PanelKind::kBF16:
+      return dispatch<PanelKind::kBF16>(a);
+    case PanelKind::kInt8:
+      return dispatch<PanelKind::kInt8>(a);
+    case PanelKind::kInt8Min:
+      return dispatch<PanelKind::kInt8Min>(a);
     default:
-      return dispatch<PanelStorage::kF32>(a);
+      return dispatch<PanelKind::kF32>(a);
   }
 }
 

@@ -1,11 +1,13 @@
 #include "kernels/cpu/packed_matrix.h"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/block_quant.h"
 #include "kernels/cpu/dequant.h"
 
 namespace pagedllm::cpu {
@@ -27,33 +29,17 @@ uint16_t load_u16(const uint8_t* p) {
   return v;
 }
 
-// The quantized values and block scales of one Q8_0 or Q4_0 row.
-void unpack_quantized_row(DType dtype, const uint8_t* src, int K, int8_t* q, float* scales) {
-  const size_t block = block_bytes(dtype);
-  for (int b = 0; b < K / 32; ++b, src += block) {
-    scales[b] = f16_to_f32(load_u16(src));
-    for (int j = 0; j < 32; ++j) {
-      if (dtype == DType::kQ8_0) {
-        q[b * 32 + j] = static_cast<int8_t>(src[2 + j]);
-      } else {
-        const uint8_t byte = src[2 + (j % 16)];
-        q[b * 32 + j] = static_cast<int8_t>((j < 16 ? (byte & 0x0F) : (byte >> 4)) - 8);
-      }
-    }
-  }
-}
-
 }  // namespace
 
 PanelStorage PackedMatrix::storage_of(DType dtype) {
   switch (dtype) {
     case DType::kBF16:
       return PanelStorage::kBF16;
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-      return PanelStorage::kInt8;
-    default:
+    case DType::kF32:
+    case DType::kF16:
       return PanelStorage::kF32;
+    default:
+      return PanelStorage::kInt8;
   }
 }
 
@@ -62,55 +48,66 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   cols_ = stacked[0]->cols;
   storage_ = storage_of(stacked[0]->dtype);
   std::vector<std::pair<const WeightMatrix*, int>> row_source;  // global row -> (matrix, row)
+  bool any_mins = false;
+  int quant_block = 32;
   for (const WeightMatrix* m : stacked) {
     if (m->cols != cols_ || storage_of(m->dtype) != storage_) {
       throw std::invalid_argument("stacked matrices must share K and storage class");
     }
+    if (storage_ == PanelStorage::kInt8) {
+      if (m->cols % block_elements(m->dtype) != 0)
+        throw std::invalid_argument("quantized rows must hold whole blocks");
+      any_mins = any_mins || cpu::has_mins(m->dtype);
+      quant_block = std::min(quant_block, sub_block_elements(m->dtype));
+    }
     for (int r = 0; r < m->rows; ++r) row_source.emplace_back(m, r);
   }
-  if (storage_ == PanelStorage::kInt8 && cols_ % kQuantBlock != 0) {
-    throw std::invalid_argument("quantized rows must hold whole 32-element blocks");
-  }
+  quant_shift_ = quant_block == 16 ? 4 : 5;
   rows_ = static_cast<int>(row_source.size());
   element_size_ = storage_ == PanelStorage::kF32 ? 4 : storage_ == PanelStorage::kBF16 ? 2 : 1;
-  const size_t per_panel = static_cast<size_t>(cols_) * kPanel;
-  bytes_ = static_cast<size_t>(panels()) * per_panel * element_size_;
+  bytes_ = static_cast<size_t>(panels()) * cols_ * kPanel * element_size_;
   data_.reset(aligned_array<uint8_t>(bytes_));
-  const size_t scales_per_panel = static_cast<size_t>(cols_ / kQuantBlock) * kPanel;
   if (storage_ == PanelStorage::kInt8) {
-    scales_.reset(aligned_array<float>(static_cast<size_t>(panels()) * scales_per_panel));
-    bytes_ += static_cast<size_t>(panels()) * scales_per_panel * sizeof(float);
+    const size_t count = scale_offset(panels());
+    scales_.reset(aligned_array<float>(count));
+    if (any_mins) mins_.reset(aligned_array<float>(count));
+    bytes_ += count * sizeof(float) * (any_mins ? 2 : 1);
   }
-#pragma omp parallel
-  {
-    std::vector<float> row(static_cast<size_t>(cols_));
-    std::vector<int8_t> q(static_cast<size_t>(cols_));
-    std::vector<float> block_scales(static_cast<size_t>(cols_ / kQuantBlock + 1));
-#pragma omp for schedule(static)
-    for (int n = 0; n < rows_; ++n) {
-      const int p = n / kPanel, j = n % kPanel;
-      const WeightMatrix& w = *row_source[static_cast<size_t>(n)].first;
-      const uint8_t* src = w.row(row_source[static_cast<size_t>(n)].second);
-      uint8_t* panel = data_.get() + static_cast<size_t>(p) * per_panel * element_size_;
-      if (storage_ == PanelStorage::kBF16) {
-        auto* dst = reinterpret_cast<uint16_t*>(panel);
-        for (int k = 0; k < cols_; ++k)
-          dst[static_cast<size_t>(k) * kPanel + j] = load_u16(src + 2 * k);
-      } else if (storage_ == PanelStorage::kInt8) {
-        unpack_quantized_row(w.dtype, src, cols_, q.data(), block_scales.data());
-        auto* dst = reinterpret_cast<int8_t*>(panel);
-        for (int k = 0; k < cols_; ++k)
-          dst[static_cast<size_t>(k) * kPanel + j] = q[static_cast<size_t>(k)];
-        float* s = scales_.get() + static_cast<size_t>(p) * scales_per_panel;
-        for (int b = 0; b < cols_ / kQuantBlock; ++b)
-          s[static_cast<size_t>(b) * kPanel + j] = block_scales[static_cast<size_t>(b)];
-      } else {
-        dequantize_row(w.dtype, src, row.data(), cols_);
-        auto* dst = reinterpret_cast<float*>(panel);
-        for (int k = 0; k < cols_; ++k)
-          dst[static_cast<size_t>(k) * kPanel + j] = row[static_cast<size_t>(k)];
-      }
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < rows_; ++n) {
+    pack_row(n, *row_source[static_cast<size_t>(n)].first,
+             row_source[static_cast<size_t>(n)].second);
+  }
+}
+
+// Writes source row `source_row` of w as output n: column n % kPanel of panel n / kPanel.
+void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
+  const int p = n / kPanel, j = n % kPanel;
+  const uint8_t* src = w.row(source_row);
+  uint8_t* panel = data_.get() + static_cast<size_t>(p) * cols_ * kPanel * element_size_;
+  const auto at = [j](int k) { return static_cast<size_t>(k) * kPanel + static_cast<size_t>(j); };
+  if (storage_ == PanelStorage::kBF16) {
+    auto* dst = reinterpret_cast<uint16_t*>(panel);
+    for (int k = 0; k < cols_; ++k) dst[at(k)] = load_u16(src + 2 * k);
+  } else if (storage_ == PanelStorage::kInt8) {
+    const int sub = sub_block_elements(w.dtype);
+    std::vector<int8_t> codes(static_cast<size_t>(cols_));
+    std::vector<float> scales(static_cast<size_t>(cols_ / sub)), mins(scales.size());
+    unpack_blocks(w.dtype, src, cols_, codes.data(), scales.data(), mins.data());
+    auto* dst = reinterpret_cast<int8_t*>(panel);
+    for (int k = 0; k < cols_; ++k) dst[at(k)] = codes[static_cast<size_t>(k)];
+    float* s = scales_.get() + scale_offset(p);
+    float* m = mins_ ? mins_.get() + scale_offset(p) : nullptr;
+    for (int b = 0; b < (cols_ >> quant_shift_); ++b) {
+      const size_t from = static_cast<size_t>((b << quant_shift_) / sub);
+      s[at(b)] = scales[from];
+      if (m) m[at(b)] = mins[from];
     }
+  } else {
+    std::vector<float> row(static_cast<size_t>(cols_));
+    dequantize_row(w.dtype, src, row.data(), cols_);
+    auto* dst = reinterpret_cast<float*>(panel);
+    for (int k = 0; k < cols_; ++k) dst[at(k)] = row[static_cast<size_t>(k)];
   }
 }
 

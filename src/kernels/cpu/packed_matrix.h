@@ -3,8 +3,10 @@
 // Storage by source type:
 //   F32, F16  -> f32 elements
 //   BF16      -> bf16 elements (widened to f32 in registers)
-//   Q8_0, Q4_0 -> int8 elements plus one f32 scale per (32-k block, output): panel scales are
-//                [K/32][16]; a weight is exactly scale * q, as the reference dequantization.
+//   block formats -> int8 codes plus one f32 scale (and, for Q4_K/Q5_K, one f32 min) per
+//                (sub-block of k, output): panel scales are [K / quant_block()][16]; a weight is
+//                exactly scale * q - min, as the reference dequantization (block_quant.h).
+//                Stacked formats with different sub-blocks share the finest one.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +23,6 @@ enum class PanelStorage { kF32, kBF16, kInt8 };
 class PackedMatrix {
  public:
   static constexpr int kPanel = 16;
-  static constexpr int kQuantBlock = 32;
 
   PackedMatrix() = default;
   // Several matrices with the same K and storage class are stacked along N (fused QKV, fused
@@ -42,18 +43,25 @@ class PackedMatrix {
     return reinterpret_cast<const uint16_t*>(panel_bytes(p));
   }
   const int8_t* int8_panel(int p) const { return reinterpret_cast<const int8_t*>(panel_bytes(p)); }
-  // int8 storage: scale (k / 32, j) of panel p at (k / 32) * kPanel + j.
-  const float* scale_panel(int p) const {
-    return scales_.get() + static_cast<size_t>(p) * (cols_ / kQuantBlock) * kPanel;
-  }
+  // int8 storage: k's sub-block is k >> quant_shift(); scale (b, j) of panel p at b * kPanel + j,
+  // and the min likewise (min_panel is null when no stacked format has mins).
+  int quant_block() const { return 1 << quant_shift_; }
+  int quant_shift() const { return quant_shift_; }
+  const float* scale_panel(int p) const { return scales_.get() + scale_offset(p); }
+  const float* min_panel(int p) const { return mins_ ? mins_.get() + scale_offset(p) : nullptr; }
+  bool has_mins() const { return mins_ != nullptr; }
   size_t bytes() const { return bytes_; }
 
  private:
+  size_t scale_offset(int p) const {
+    return static_cast<size_t>(p) * static_cast<size_t>(cols_ >> quant_shift_) * kPanel;
+  }
+  void pack_row(int n, const WeightMatrix& w, int source_row);
   const uint8_t* panel_bytes(int p) const {
     return data_.get() + static_cast<size_t>(p) * cols_ * kPanel * element_size_;
   }
 
-  int rows_ = 0, cols_ = 0;
+  int rows_ = 0, cols_ = 0, quant_shift_ = 5;
   PanelStorage storage_ = PanelStorage::kF32;
   size_t element_size_ = 4;
   size_t bytes_ = 0;
@@ -61,7 +69,7 @@ class PackedMatrix {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<uint8_t[], FreeDeleter> data_;
-  std::unique_ptr<float[], FreeDeleter> scales_;
+  std::unique_ptr<float[], FreeDeleter> scales_, mins_;
 };
 
 }  // namespace pagedllm::cpu
