@@ -44,9 +44,20 @@ Weights random_weights(int N, int K, DType dtype, std::mt19937& rng) {
   return w;
 }
 
+// x as the int8 kernels see it: codes times block scales.
+std::vector<float> as_quantized(const std::vector<float>& x, int M, int K) {
+  QuantizedActivations q;
+  quantize_activations(x.data(), M, K, q);
+  std::vector<float> out(x.size());
+  for (int m = 0; m < M; ++m) {
+    for (int k = 0; k < K; ++k) out[static_cast<size_t>(m * K + k)] = q.scale(m, k) * q.row(m)[k];
+  }
+  return out;
+}
+
 std::vector<Isa> supported_paths() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
     if (cpu_supports(isa)) out.push_back(isa);
   }
   return out;
@@ -69,15 +80,17 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
           for (float& v : bias) v = n(rng);
           std::vector<float> ref(static_cast<size_t>(M) * N);
           gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), bias.data());
-          // The reference is a real product: compare with a double-precision sum.
+          // The reference is a real product: compare with a double-precision sum, of the
+          // activations as quantized for block-quantized weights.
+          const std::vector<float> xs = is_block_quantized(dtype) ? as_quantized(x, M, K) : x;
           for (int m = 0; m < M; ++m) {
             for (int j = 0; j < N; ++j) {
               double s = bias[static_cast<size_t>(j)];
               for (int k = 0; k < K; ++k)
-                s += double{x[static_cast<size_t>(m * K + k)]} *
+                s += double{xs[static_cast<size_t>(m * K + k)]} *
                      w.f32[static_cast<size_t>(j * K + k)];
-              ASSERT_NEAR(ref[static_cast<size_t>(m * N + j)], s,
-                          1e-4 * (1 + std::sqrt(double(K))));
+              ASSERT_NEAR(ref[static_cast<size_t>(m * N + j)], s, 1e-5 * (1 + std::sqrt(double(K))))
+                  << to_string(dtype) << " K=" << K;
             }
           }
           for (Isa isa : supported_paths()) {
@@ -98,16 +111,20 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
 TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
   std::mt19937 rng(4);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  const int M = 37, N = 70, K = 777;
-  const Weights w = random_weights(N, K, DType::kF32, rng);
-  const PackedMatrix packed(w.matrix);
-  std::vector<float> x(static_cast<size_t>(M) * K);
-  for (float& v : x) v = n(rng);
-  std::vector<float> batch(static_cast<size_t>(M) * N), single(static_cast<size_t>(N));
-  gemm_packed(x.data(), M, packed, batch.data());
-  for (int m = 0; m < M; ++m) {
-    gemm_packed(x.data() + static_cast<size_t>(m) * K, 1, packed, single.data());
-    ASSERT_EQ(std::memcmp(single.data(), batch.data() + static_cast<size_t>(m) * N, N * 4), 0) << m;
+  for (const auto& [dtype, K] : {std::pair{DType::kF32, 777}, std::pair{DType::kQ8_0, 768},
+                                 std::pair{DType::kQ4_K, 768}}) {
+    const int M = 37, N = 70;
+    const Weights w = random_weights(N, K, dtype, rng);
+    const PackedMatrix packed(w.matrix);
+    std::vector<float> x(static_cast<size_t>(M) * K);
+    for (float& v : x) v = n(rng);
+    std::vector<float> batch(static_cast<size_t>(M) * N), single(static_cast<size_t>(N));
+    gemm_packed(x.data(), M, packed, batch.data());
+    for (int m = 0; m < M; ++m) {
+      gemm_packed(x.data() + static_cast<size_t>(m) * K, 1, packed, single.data());
+      ASSERT_EQ(std::memcmp(single.data(), batch.data() + static_cast<size_t>(m) * N, N * 4), 0)
+          << to_string(dtype) << " row " << m;
+    }
   }
 }
 
@@ -132,7 +149,8 @@ TEST(Gemm, StackedMatricesEqualSeparateOnes) {
 
 TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
   // As in a Q4_K_M file: Q and K in Q4_K (mins, sub-blocks of 32), V in Q6_K (sub-blocks of 16),
-  // fused into one QKV product on the finer sub-block.
+  // fused into one QKV product on the finer sub-block. Q4_K's 32-element sub-blocks then add as
+  // two halves, which may round differently in the last bit; within a format it is exact.
   std::mt19937 rng(6);
   const int K = 512;
   const Weights q = random_weights(33, K, DType::kQ4_K, rng),
@@ -155,11 +173,63 @@ TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
       gemm_packed(isa, x.data(), M, alone, ya.data(), nullptr);
       for (int m = 0; m < M; ++m) {
         for (int j = 0; j < n; ++j) {
-          ASSERT_EQ(y[static_cast<size_t>(m * N + offset + j)], ya[static_cast<size_t>(m * n + j)])
-              << to_string(isa) << " row " << m << " column " << offset + j;
+          const float got = y[static_cast<size_t>(m * N + offset + j)];
+          const float alone_value = ya[static_cast<size_t>(m * n + j)];
+          if (part == &v) {
+            ASSERT_EQ(got, alone_value)
+                << to_string(isa) << " row " << m << " column " << offset + j;
+          } else {
+            ASSERT_NEAR(got, alone_value, 1e-5f * (1.0f + std::fabs(alone_value)))
+                << to_string(isa) << " row " << m << " column " << offset + j;
+          }
         }
       }
       offset += n;
+    }
+  }
+}
+
+TEST(QuantizedActivations, BlocksScaleToTheirLargestMagnitudeAndSumTheirCodes) {
+  std::vector<float> x(64);
+  for (int k = 0; k < 64; ++k) x[static_cast<size_t>(k)] = 0.1f * static_cast<float>(k - 20);
+  x[40] = -12.7f;  // the second block's extreme
+  QuantizedActivations q;
+  quantize_activations(x.data(), 1, 64, q);
+  EXPECT_FLOAT_EQ(q.scale(0, 0), 2.0f / 127.0f);  // max |x| of [0, 32) is |x[0]| = 2
+  EXPECT_FLOAT_EQ(q.scale(0, 32), 0.1f);
+  EXPECT_EQ(q.row(0)[0], -127);
+  EXPECT_EQ(q.row(0)[31], 70);  // 1.1 / (2 / 127) = 69.85
+  EXPECT_EQ(q.row(0)[32], 12);
+  EXPECT_EQ(q.row(0)[40], -127);
+  for (int k0 : {0, 16, 32, 48}) {
+    int32_t expected = 0;
+    for (int k = k0; k < k0 + 16; ++k) expected += q.row(0)[k];
+    EXPECT_EQ(q.sum(0, k0, 16), expected);
+  }
+  EXPECT_EQ(q.sum(0, 0, 64), q.sum(0, 0, 32) + q.sum(0, 32, 32));
+}
+
+TEST(Gemm, BlockQuantizedProductStaysCloseToTheFloatProduct) {
+  // Quantizing activations costs at most half a step per element: check the error against the
+  // unquantized product stays within that.
+  std::mt19937 rng(8);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  const int M = 3, N = 20, K = 512;
+  const Weights w = random_weights(N, K, DType::kQ8_0, rng);
+  const PackedMatrix packed(w.matrix);
+  std::vector<float> x(static_cast<size_t>(M) * K), y(static_cast<size_t>(M) * N);
+  for (float& v : x) v = n(rng);
+  gemm_packed(x.data(), M, packed, y.data());
+  for (int m = 0; m < M; ++m) {
+    for (int j = 0; j < N; ++j) {
+      double exact = 0.0, bound = 0.0;
+      for (int k = 0; k < K; ++k) {
+        const double wk = w.f32[static_cast<size_t>(j * K + k)];
+        exact += x[static_cast<size_t>(m * K + k)] * wk;
+        bound += std::fabs(wk) * 4.5 / 127.0 / 2.0;  // |x| < 4.5 here: step <= 4.5 / 127
+      }
+      EXPECT_NEAR(y[static_cast<size_t>(m * N + j)], exact, bound);
+      EXPECT_NE(y[static_cast<size_t>(m * N + j)], static_cast<float>(exact));  // really quantized
     }
   }
 }

@@ -26,7 +26,11 @@ struct Case {
   // Max |pagedllm - numpy| allowed, relative to max(1, max |logit|). The stored weights are the
   // same values on both sides, so with an f32 KV cache only f32-vs-f64 arithmetic differs,
   // whatever the weight dtype (1e-4). A bf16 KV cache rounds K and V to 8 bits of mantissa
-  // (3e-2).
+  // (3e-2). Block-quantized weights multiply activations quantized to int8 (the reference
+  // emulates that), and a code that sits near a rounding boundary can round the other way
+  // between f32 and f64 arithmetic: perturbing the reference's activations by 1e-6 moves its
+  // logits by up to 9e-3 on these models, so those cases allow 3e-2 (a wrong layout or a
+  // missing scale moves them by O(1)).
   double tolerance;
   DType kv_dtype = DType::kF32;
   bool k_quant_mix = false;  // Q6_K for attn_v, ffn_down and output, as llama.cpp's Q4_K_M
@@ -138,18 +142,18 @@ INSTANTIATE_TEST_SUITE_P(
     RandomModels, NumpyReference,
     ::testing::Values(
         Case{"tiny", true, DType::kF32, 1e-4}, Case{"tiny", true, DType::kF16, 1e-4},
-        Case{"tiny", true, DType::kBF16, 1e-4}, Case{"tiny", true, DType::kQ8_0, 1e-4},
-        Case{"tiny", true, DType::kQ4_0, 1e-4}, Case{"tiny", false, DType::kF32, 1e-4},
+        Case{"tiny", true, DType::kBF16, 1e-4}, Case{"tiny", true, DType::kQ8_0, 3e-2},
+        Case{"tiny", true, DType::kQ4_0, 3e-2}, Case{"tiny", false, DType::kF32, 1e-4},
         Case{"tiny", false, DType::kBF16, 1e-4}, Case{"tiny-llama3", true, DType::kBF16, 1e-4},
         Case{"tiny-llama3", false, DType::kF32, 1e-4}, Case{"tiny-qwen2", true, DType::kF32, 1e-4},
         Case{"tiny-qwen2", false, DType::kBF16, 1e-4}, Case{"tiny-qwen3", true, DType::kF16, 1e-4},
         Case{"tiny-qwen3", false, DType::kF32, 1e-4},
         Case{"tiny", true, DType::kF32, 3e-2, DType::kBF16},
         Case{"tiny-qwen2", false, DType::kBF16, 3e-2, DType::kBF16},
-        Case{"tiny-kquant", true, DType::kQ4_K, 1e-4},
-        Case{"tiny-kquant", true, DType::kQ5_K, 1e-4},
-        Case{"tiny-kquant", true, DType::kQ6_K, 1e-4},
-        Case{"tiny-kquant", true, DType::kQ4_K, 1e-4, DType::kF32, true}),
+        Case{"tiny-kquant", true, DType::kQ4_K, 3e-2},
+        Case{"tiny-kquant", true, DType::kQ5_K, 3e-2},
+        Case{"tiny-kquant", true, DType::kQ6_K, 3e-2},
+        Case{"tiny-kquant", true, DType::kQ4_K, 3e-2, DType::kF32, true}),
     [](const auto& info) { return name_of(info.param); });
 
 }  // namespace

@@ -64,8 +64,41 @@ def read_gguf(path):
     for name, dims, ggml_type, offset in infos:
         count = int(np.prod(dims))
         raw = memoryview(data)[start + offset:]
-        tensors[name] = dequantize(raw, ggml_type, count).reshape(list(reversed(dims)))
+        values = dequantize(raw, ggml_type, count).reshape(list(reversed(dims)))
+        tensors[name] = QuantizedMatrix(values) if ggml_type in BLOCK_TYPES else values
     return meta, tensors
+
+
+BLOCK_TYPES = (2, 8, 12, 13, 14)  # Q4_0, Q8_0, Q4_K, Q5_K, Q6_K
+
+
+class QuantizedMatrix:
+    """A block-quantized weight: products with it see activations quantized as the engine's int8
+    kernels quantize them (per 32 elements, scale max|x| / 127, round to nearest even, in f32)."""
+
+    def __init__(self, values):
+        self.values = values
+
+
+def quantize_activations(x):
+    x32 = x.astype(np.float32)
+    blocks = x32.reshape(x32.shape[:-1] + (x32.shape[-1] // 32, 32))
+    scale = np.abs(blocks).max(axis=-1, keepdims=True) / np.float32(127)
+    with np.errstate(divide="ignore"):
+        inverse = np.where(scale != 0, np.float32(1) / scale, np.float32(0)).astype(np.float32)
+    codes = np.clip(np.rint(blocks * inverse), -127, 127)
+    return (codes.astype(np.float64) * scale.astype(np.float64)).reshape(x.shape)
+
+
+def mm(x, m):
+    """x @ m.T for a weight matrix m, plain or block-quantized."""
+    if isinstance(m, QuantizedMatrix):
+        return quantize_activations(x) @ m.values.T
+    return x @ m.T
+
+
+def values_of(m):
+    return m.values if isinstance(m, QuantizedMatrix) else m
 
 
 def f16(raw, count):
@@ -246,13 +279,13 @@ def rope(x, positions, cfg):
 
 def forward(cfg, w, ids):
     n, hd = len(ids), cfg["head_dim"]
-    x = w["embed"][ids]
+    x = values_of(w["embed"])[ids]
     positions = np.arange(n, dtype=np.float64)
     mask = np.triu(np.full((n, n), -np.inf), 1)
     group = cfg["heads"] // cfg["kv_heads"]
     for lw in w["layers"]:
         h = rms_norm(x, lw["attn_norm"], cfg["eps"])
-        q, k, v = h @ lw["q"].T, h @ lw["k"].T, h @ lw["v"].T
+        q, k, v = mm(h, lw["q"]), mm(h, lw["k"]), mm(h, lw["v"])
         if lw["bq"] is not None:
             q, k, v = q + lw["bq"], k + lw["bk"], v + lw["bv"]
         q = q.reshape(n, cfg["heads"], hd)
@@ -266,11 +299,11 @@ def forward(cfg, w, ids):
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         scores /= scores.sum(axis=-1, keepdims=True)
         attn = np.einsum("hqk,khd->qhd", scores, v).reshape(n, cfg["heads"] * hd)
-        x = x + attn @ lw["o"].T
+        x = x + mm(attn, lw["o"])
         h = rms_norm(x, lw["ffn_norm"], cfg["eps"])
-        gate = h @ lw["gate"].T
-        x = x + ((gate / (1 + np.exp(-gate))) * (h @ lw["up"].T)) @ lw["down"].T
-    return rms_norm(x[-1], w["norm"], cfg["eps"]) @ w["out"].T
+        gate = mm(h, lw["gate"])
+        x = x + mm((gate / (1 + np.exp(-gate))) * mm(h, lw["up"]), lw["down"])
+    return mm(rms_norm(x[-1], w["norm"], cfg["eps"]), w["out"])
 
 
 def main():

@@ -11,6 +11,7 @@ namespace pagedllm::cpu {
 namespace {
 
 Isa best_supported() {
+  if (cpu_supports(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
   if (cpu_supports(Isa::kAvx512)) return Isa::kAvx512;
   if (cpu_supports(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kGeneric;
@@ -22,6 +23,7 @@ Isa from_env() {
   if (env && std::strcmp(env, "generic") == 0) want = Isa::kGeneric;
   if (env && std::strcmp(env, "avx2") == 0) want = Isa::kAvx2;
   if (env && std::strcmp(env, "avx512") == 0) want = Isa::kAvx512;
+  if (env && std::strcmp(env, "avx512vnni") == 0) want = Isa::kAvx512Vnni;
   return cpu_supports(want) ? want : best_supported();
 }
 
@@ -40,6 +42,8 @@ const char* to_string(Isa isa) {
       return "avx2";
     case Isa::kAvx512:
       return "avx512";
+    case Isa::kAvx512Vnni:
+      return "avx512vnni";
   }
   return "?";
 }
@@ -53,6 +57,8 @@ bool cpu_supports(Isa isa) {
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
+    case Isa::kAvx512Vnni:
+      return cpu_supports(Isa::kAvx512) && __builtin_cpu_supports("avx512vnni");
   }
   return false;
 }

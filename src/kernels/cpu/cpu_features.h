@@ -1,13 +1,15 @@
 // Runtime ISA dispatch: one binary runs everywhere and uses the widest vectors the CPU has.
-// PAGEDLLM_ISA=generic|avx2|avx512 forces a narrower path (tests, benchmarks); a request for a
-// path the CPU cannot run falls back to the best it can.
+// PAGEDLLM_ISA=generic|avx2|avx512|avx512vnni forces a narrower path (tests, benchmarks); a request
+// for a path the CPU cannot run falls back to the best it can.
 #pragma once
 
 #include <string>
 
 namespace pagedllm::cpu {
 
-enum class Isa { kGeneric, kAvx2, kAvx512 };
+// kAvx512Vnni adds AVX512-VNNI int8 dot products (block-quantized weights); kAvx512 without it
+// runs those on the AVX2 int8 kernel.
+enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Vnni };
 
 const char* to_string(Isa isa);
 // What this CPU supports, best first.

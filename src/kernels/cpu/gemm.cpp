@@ -11,24 +11,10 @@ namespace {
 
 float weight_at(const PackedMatrix& w, int p, int k, int j) {
   const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(j);
-  switch (w.storage()) {
-    case PanelStorage::kBF16:
-      return bf16_to_f32(w.bf16_panel(p)[i]);
-    case PanelStorage::kInt8: {
-      const size_t s =
-          static_cast<size_t>(k >> w.quant_shift()) * PackedMatrix::kPanel + static_cast<size_t>(j);
-      const float scaled = w.scale_panel(p)[s] * static_cast<float>(w.int8_panel(p)[i]);
-      return w.has_mins() ? scaled - w.min_panel(p)[s] : scaled;
-    }
-    default:
-      return w.f32_panel(p)[i];
-  }
+  return w.storage() == PanelStorage::kBF16 ? bf16_to_f32(w.bf16_panel(p)[i]) : w.f32_panel(p)[i];
 }
 
-}  // namespace
-
-// The reference path: the exact order of gemm.h, written plainly.
-void gemm_tile_generic(const TileArgs& a) {
+void float_tile_generic(const TileArgs& a) {
   for (int m = 0; m < a.mr; ++m) {
     const float* xr = a.x + static_cast<size_t>(m) * a.ldx;
     for (int pp = 0; pp < a.np; ++pp) {
@@ -49,11 +35,75 @@ void gemm_tile_generic(const TileArgs& a) {
   }
 }
 
+// Output j of panel p for activation row `row`, in the order gemm.h gives for int8 weights.
+float int8_output_generic(const PackedMatrix& w, int p, int j, const QuantizedActivations& xq,
+                          int row) {
+  const int B = w.quant_block();
+  const uint8_t* u = w.u8_panel(p);
+  const float* scales = w.scale_panel(p);
+  const float* mins = w.min_panel(p);
+  const int8_t* x = xq.row(row);
+  float total = 0.0f;
+  for (int b = 0; b < (w.cols() >> w.quant_shift()); ++b) {
+    int32_t dot = 0;
+    for (int k = b * B; k < (b + 1) * B; ++k) {
+      dot += u[static_cast<size_t>(k / 4) * 64 + static_cast<size_t>(j) * 4 + k % 4] * x[k];
+    }
+    const int32_t xsum = xq.sum(row, b * B, B);
+    const float x_scale = xq.scale(row, b * B);
+    const size_t s = static_cast<size_t>(b) * PackedMatrix::kPanel + static_cast<size_t>(j);
+    float t = scales[s] * (x_scale * static_cast<float>(dot - w.code_offset() * xsum));
+    if (mins) t = t - mins[s] * (x_scale * static_cast<float>(xsum));
+    total += t;
+  }
+  return total;
+}
+
+void int8_tile_generic(const TileArgs& a) {
+  for (int m = 0; m < a.mr; ++m) {
+    for (int pp = 0; pp < a.np; ++pp) {
+      for (int j = 0; j < PackedMatrix::kPanel; ++j) {
+        const int n = (a.p + pp) * PackedMatrix::kPanel + j;
+        if (n >= a.n_end) break;
+        const float total = int8_output_generic(*a.w, a.p + pp, j, *a.xq, a.m0 + m);
+        a.y[static_cast<size_t>(m) * a.ldy + n] = total + (a.bias ? a.bias[n] : 0.0f);
+      }
+    }
+  }
+}
+
+using TileFn = void (*)(const TileArgs&);
+
+TileFn tile_for(Isa isa, PanelStorage storage) {
+  if (storage == PanelStorage::kInt8) {
+    return isa == Isa::kAvx512Vnni                    ? gemm_int8_tile_vnni
+           : isa == Isa::kAvx512 || isa == Isa::kAvx2 ? gemm_int8_tile_avx2
+                                                      : gemm_tile_generic;
+  }
+  return isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni ? gemm_tile_avx512
+         : isa == Isa::kAvx2                            ? gemm_tile_avx2
+                                                        : gemm_tile_generic;
+}
+
+}  // namespace
+
+// The reference path: the exact orders of gemm.h, written plainly.
+void gemm_tile_generic(const TileArgs& a) {
+  if (a.w->storage() == PanelStorage::kInt8) {
+    int8_tile_generic(a);
+  } else {
+    float_tile_generic(a);
+  }
+}
+
 void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias) {
-  const auto tile = isa == Isa::kAvx512 ? gemm_tile_avx512
-                    : isa == Isa::kAvx2 ? gemm_tile_avx2
-                                        : gemm_tile_generic;
+  const TileFn tile = tile_for(isa, w.storage());
+  // One quantization per call, shared by all tiles; thread_local as gemm_packed may be called
+  // from several engine threads.
+  thread_local QuantizedActivations xq;
+  if (w.storage() == PanelStorage::kInt8) quantize_activations(x, M, w.cols(), xq);
+  const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const int panel_pairs = (w.panels() + 1) / 2;
   const int row_tiles = (M + kMaxTileRows - 1) / kMaxTileRows;
   const int K = w.cols(), N = w.rows();
@@ -73,7 +123,9 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                  y + static_cast<size_t>(m0) * N,
                  N,
                  N,
-                 bias};
+                 bias,
+                 quantized,
+                 m0};
       tile(a);
     }
   }

@@ -1,14 +1,22 @@
-// GEMM against packed weights: y[M, N] = x[M, K] . W^T (+ bias), f32 activations, f32 or bf16
-// weights, with runtime ISA dispatch (cpu_features.h).
+// GEMM against packed weights: y[M, N] = x[M, K] . W^T (+ bias), f32 activations, with runtime
+// ISA dispatch (cpu_features.h).
 //
-// Reduction order (what batch invariance rests on): every output sums its K products with FMA,
-// sequentially in k, in blocks of kKBlock whose partial sums are added in order. No path changes
-// this order with M, the tile shape or the ISA, so results are bit-identical across batch sizes
-// and between the generic, AVX2 and AVX-512 paths.
+// Float weights (f32, f16, bf16). Every output sums its K products with FMA, sequentially in k,
+// in blocks of kKBlock whose partial sums are added in order.
+//
+// Block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). As llama.cpp does, each activation
+// row is quantized per 32 (quantized_activations.h) and each weight sub-block contributes
+//   t = w_scale * (x_scale * float(dot - offset * xsum)) - w_min * (x_scale * float(xsum))
+// where dot is the exact integer dot product of the stored u8 codes and the activation codes
+// over the sub-block and xsum is the sum of those activation codes; the t are added in k order.
+//
+// No path changes these orders with M, the tile shape or the ISA, so results are bit-identical
+// across batch sizes and between the generic, AVX2 and AVX-512 paths.
 #pragma once
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/packed_matrix.h"
+#include "kernels/cpu/quantized_activations.h"
 
 namespace pagedllm::cpu {
 
@@ -21,21 +29,9 @@ void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y,
 void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias);
 
-// What a tile kernel specializes on: the storage, and for int8 whether there are mins.
-enum class PanelKind { kF32, kBF16, kInt8, kInt8Min };
-inline PanelKind panel_kind(const PackedMatrix& w) {
-  switch (w.storage()) {
-    case PanelStorage::kBF16:
-      return PanelKind::kBF16;
-    case PanelStorage::kInt8:
-      return w.has_mins() ? PanelKind::kInt8Min : PanelKind::kInt8;
-    default:
-      return PanelKind::kF32;
-  }
-}
-
-// One tile: rows [0, mr) of x (row stride ldx) times panels [p, p + np) (np <= 2) into y (row
-// stride ldy); columns at or past n_end are not written. Each path implements this.
+// One tile: rows [0, mr) of x (row stride ldx), which are rows [m0, m0 + mr) of xq for int8
+// weights, times panels [p, p + np) (np <= 2) into y (row stride ldy); columns at or past n_end
+// are not written. Each path implements this.
 struct TileArgs {
   const float* x;
   int ldx, mr, K;
@@ -44,9 +40,14 @@ struct TileArgs {
   float* y;
   int ldy, n_end;
   const float* bias;
+  const QuantizedActivations* xq;  // int8 weights only
+  int m0;
 };
 void gemm_tile_generic(const TileArgs& a);
 void gemm_tile_avx2(const TileArgs& a);
 void gemm_tile_avx512(const TileArgs& a);
+// int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
+void gemm_int8_tile_avx2(const TileArgs& a);
+void gemm_int8_tile_vnni(const TileArgs& a);
 
 }  // namespace pagedllm::cpu

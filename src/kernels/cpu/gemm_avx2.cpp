@@ -13,21 +13,10 @@ namespace {
 
 constexpr int kHalves = PackedMatrix::kPanel / 8;
 
-template <PanelKind kS>
+template <PanelStorage kS>
 inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
   const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(h) * 8;
-  if constexpr (kS == PanelKind::kInt8 || kS == PanelKind::kInt8Min) {
-    // scale * q - min, exactly the reference dequantization.
-    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.int8_panel(panel) + i));
-    const __m256 qf = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
-    const size_t s = static_cast<size_t>(k >> w.quant_shift()) * PackedMatrix::kPanel +
-                     static_cast<size_t>(h) * 8;
-    const __m256 scaled = _mm256_mul_ps(_mm256_load_ps(w.scale_panel(panel) + s), qf);
-    if constexpr (kS == PanelKind::kInt8Min) {
-      return _mm256_sub_ps(scaled, _mm256_load_ps(w.min_panel(panel) + s));
-    }
-    return scaled;
-  } else if constexpr (kS == PanelKind::kBF16) {
+  if constexpr (kS == PanelStorage::kBF16) {
     const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(w.bf16_panel(panel) + i));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
   } else {
@@ -35,7 +24,7 @@ inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
   }
 }
 
-template <int MR, int NP, PanelKind kS>
+template <int MR, int NP, PanelStorage kS>
 void rows(const TileArgs& a, int m_offset) {
   constexpr int V = NP * kHalves;
   alignas(32) float total[MR][V * 8] = {};
@@ -70,7 +59,7 @@ void rows(const TileArgs& a, int m_offset) {
   }
 }
 
-template <PanelKind kS>
+template <PanelStorage kS>
 void dispatch(const TileArgs& a) {
   for (int m = 0; m < a.mr; m += 2) {
     const bool pair = m + 1 < a.mr;
@@ -85,15 +74,10 @@ void dispatch(const TileArgs& a) {
 }  // namespace
 
 void gemm_tile_avx2(const TileArgs& a) {
-  switch (panel_kind(*a.w)) {
-    case PanelKind::kBF16:
-      return dispatch<PanelKind::kBF16>(a);
-    case PanelKind::kInt8:
-      return dispatch<PanelKind::kInt8>(a);
-    case PanelKind::kInt8Min:
-      return dispatch<PanelKind::kInt8Min>(a);
-    default:
-      return dispatch<PanelKind::kF32>(a);
+  if (a.w->storage() == PanelStorage::kBF16) {
+    dispatch<PanelStorage::kBF16>(a);
+  } else {
+    dispatch<PanelStorage::kF32>(a);
   }
 }
 

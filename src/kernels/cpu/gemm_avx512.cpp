@@ -10,20 +10,10 @@ namespace pagedllm::cpu {
 
 namespace {
 
-template <PanelKind kS>
+template <PanelStorage kS>
 inline __m512 load_panel_row(const PackedMatrix& w, int panel, int k) {
   const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel;
-  if constexpr (kS == PanelKind::kInt8 || kS == PanelKind::kInt8Min) {
-    // scale * q - min, exactly the reference dequantization.
-    const __m128i q = _mm_load_si128(reinterpret_cast<const __m128i*>(w.int8_panel(panel) + i));
-    const __m512 qf = _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_maskz_cvtepi8_epi32(0xFFFF, q));
-    const size_t s = static_cast<size_t>(k >> w.quant_shift()) * PackedMatrix::kPanel;
-    const __m512 scaled = _mm512_mul_ps(_mm512_load_ps(w.scale_panel(panel) + s), qf);
-    if constexpr (kS == PanelKind::kInt8Min) {
-      return _mm512_sub_ps(scaled, _mm512_load_ps(w.min_panel(panel) + s));
-    }
-    return scaled;
-  } else if constexpr (kS == PanelKind::kBF16) {
+  if constexpr (kS == PanelStorage::kBF16) {
     const __m256i h = _mm256_load_si256(reinterpret_cast<const __m256i*>(w.bf16_panel(panel) + i));
     // The zero-masked forms: the unmasked ones trip g++ 12's -Wmaybe-uninitialized.
     const __m512i widened = _mm512_maskz_cvtepu16_epi32(0xFFFF, h);
@@ -33,7 +23,7 @@ inline __m512 load_panel_row(const PackedMatrix& w, int panel, int k) {
   }
 }
 
-template <int MR, int NP, PanelKind kS>
+template <int MR, int NP, PanelStorage kS>
 void tile(const TileArgs& a) {
   // Partial sums live in registers (MR * NP <= 8); block totals in memory. (8-row tiles measured
   // slower here: 620 vs 720 tok/s on the batched benchmark.)
@@ -71,7 +61,7 @@ void tile(const TileArgs& a) {
   }
 }
 
-template <PanelKind kS>
+template <PanelStorage kS>
 void dispatch(const TileArgs& a) {
   const bool two = a.np == 2;
   switch (a.mr) {
@@ -89,15 +79,10 @@ void dispatch(const TileArgs& a) {
 }  // namespace
 
 void gemm_tile_avx512(const TileArgs& a) {
-  switch (panel_kind(*a.w)) {
-    case PanelKind::kBF16:
-      return dispatch<PanelKind::kBF16>(a);
-    case PanelKind::kInt8:
-      return dispatch<PanelKind::kInt8>(a);
-    case PanelKind::kInt8Min:
-      return dispatch<PanelKind::kInt8Min>(a);
-    default:
-      return dispatch<PanelKind::kF32>(a);
+  if (a.w->storage() == PanelStorage::kBF16) {
+    dispatch<PanelStorage::kBF16>(a);
+  } else {
+    dispatch<PanelStorage::kF32>(a);
   }
 }
 

@@ -58,6 +58,7 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
       if (m->cols % block_elements(m->dtype) != 0)
         throw std::invalid_argument("quantized rows must hold whole blocks");
       any_mins = any_mins || cpu::has_mins(m->dtype);
+      code_offset_ = std::max(code_offset_, -min_code(m->dtype));
       quant_block = std::min(quant_block, sub_block_elements(m->dtype));
     }
     for (int r = 0; r < m->rows; ++r) row_source.emplace_back(m, r);
@@ -94,8 +95,10 @@ void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
     std::vector<int8_t> codes(static_cast<size_t>(cols_));
     std::vector<float> scales(static_cast<size_t>(cols_ / sub)), mins(scales.size());
     unpack_blocks(w.dtype, src, cols_, codes.data(), scales.data(), mins.data());
-    auto* dst = reinterpret_cast<int8_t*>(panel);
-    for (int k = 0; k < cols_; ++k) dst[at(k)] = codes[static_cast<size_t>(k)];
+    for (int k = 0; k < cols_; ++k) {
+      const size_t i = static_cast<size_t>(k / 4) * kPanel * 4 + static_cast<size_t>(j) * 4 + k % 4;
+      panel[i] = static_cast<uint8_t>(codes[static_cast<size_t>(k)] + code_offset_);
+    }
     float* s = scales_.get() + scale_offset(p);
     float* m = mins_ ? mins_.get() + scale_offset(p) : nullptr;
     for (int b = 0; b < (cols_ >> quant_shift_); ++b) {

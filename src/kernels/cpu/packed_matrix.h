@@ -3,10 +3,12 @@
 // Storage by source type:
 //   F32, F16  -> f32 elements
 //   BF16      -> bf16 elements (widened to f32 in registers)
-//   block formats -> int8 codes plus one f32 scale (and, for Q4_K/Q5_K, one f32 min) per
-//                (sub-block of k, output): panel scales are [K / quant_block()][16]; a weight is
-//                exactly scale * q - min, as the reference dequantization (block_quant.h).
-//                Stacked formats with different sub-blocks share the finest one.
+//   block formats -> u8 codes (code + code_offset(), so that they feed VNNI's u8 x s8 dot
+//                product) laid out [K/4][16][4]: four consecutive k of one output are one 32-bit
+//                lane. Plus one f32 scale (and, for Q4_K/Q5_K, one f32 min) per (sub-block of
+//                k, output): panel scales are [K / quant_block()][16]; a weight is exactly
+//                scale * (u - code_offset()) - min, the reference dequantization
+//                (block_quant.h). Stacked formats with different sub-blocks share the finest.
 #pragma once
 
 #include <cstdint>
@@ -42,7 +44,9 @@ class PackedMatrix {
   const uint16_t* bf16_panel(int p) const {
     return reinterpret_cast<const uint16_t*>(panel_bytes(p));
   }
-  const int8_t* int8_panel(int p) const { return reinterpret_cast<const int8_t*>(panel_bytes(p)); }
+  // int8 storage: code (k, j) at (k / 4) * 64 + j * 4 + k % 4.
+  const uint8_t* u8_panel(int p) const { return panel_bytes(p); }
+  int code_offset() const { return code_offset_; }
   // int8 storage: k's sub-block is k >> quant_shift(); scale (b, j) of panel p at b * kPanel + j,
   // and the min likewise (min_panel is null when no stacked format has mins).
   int quant_block() const { return 1 << quant_shift_; }
@@ -61,7 +65,7 @@ class PackedMatrix {
     return data_.get() + static_cast<size_t>(p) * cols_ * kPanel * element_size_;
   }
 
-  int rows_ = 0, cols_ = 0, quant_shift_ = 5;
+  int rows_ = 0, cols_ = 0, quant_shift_ = 5, code_offset_ = 0;
   PanelStorage storage_ = PanelStorage::kF32;
   size_t element_size_ = 4;
   size_t bytes_ = 0;

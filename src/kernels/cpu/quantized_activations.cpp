@@ -1,0 +1,51 @@
+#include "kernels/cpu/quantized_activations.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace pagedllm::cpu {
+
+namespace {
+
+void quantize_block(const float* x, int8_t* q, float& scale) {
+  float amax = 0.0f;
+  for (int i = 0; i < QuantizedActivations::kBlock; ++i) amax = std::max(amax, std::fabs(x[i]));
+  scale = amax / 127.0f;
+  const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+  for (int i = 0; i < QuantizedActivations::kBlock; ++i) {
+    const float v = std::nearbyint(x[i] * inverse);
+    // Also maps NaN (from a broken model file) to 0 rather than to an undefined conversion.
+    q[i] = static_cast<int8_t>(v >= -127.0f && v <= 127.0f ? v
+                               : v > 0.0f                  ? 127.0f
+                               : v < 0.0f                  ? -127.0f
+                                                           : 0.0f);
+  }
+}
+
+}  // namespace
+
+void quantize_activations(const float* x, int M, int K, QuantizedActivations& out) {
+  out.M = M;
+  out.K = K;
+  const size_t blocks = static_cast<size_t>(K / QuantizedActivations::kBlock);
+  out.codes.resize(static_cast<size_t>(M) * K);
+  out.scales.resize(static_cast<size_t>(M) * blocks);
+  out.sum16.resize(static_cast<size_t>(M) * (K / 16));
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(M) * K > 65536)
+  for (int m = 0; m < M; ++m) {
+    const float* xr = x + static_cast<size_t>(m) * K;
+    int8_t* qr = out.codes.data() + static_cast<size_t>(m) * K;
+    for (size_t b = 0; b < blocks; ++b) {
+      quantize_block(xr + b * QuantizedActivations::kBlock, qr + b * QuantizedActivations::kBlock,
+                     out.scales[static_cast<size_t>(m) * blocks + b]);
+    }
+    int32_t* sums = out.sum16.data() + static_cast<size_t>(m) * (K / 16);
+    for (int s = 0; s < K / 16; ++s) {
+      int32_t total = 0;
+      for (int i = 0; i < 16; ++i) total += qr[s * 16 + i];
+      sums[s] = total;
+    }
+  }
+}
+
+}  // namespace pagedllm::cpu

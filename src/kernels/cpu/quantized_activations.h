@@ -1,0 +1,42 @@
+// Activations quantized for the int8 dot products against block-quantized weights, as llama.cpp
+// quantizes them to Q8_0: per row, blocks of 32 with scale d = max|x| / 127 and codes
+// round(x / d) in [-127, 127]. Each row is quantized alone, so a row's codes (and so its GEMM
+// result) do not depend on the batch it is in.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace pagedllm::cpu {
+
+struct QuantizedActivations {
+  static constexpr int kBlock = 32;
+  int M = 0, K = 0;
+  std::vector<int8_t> codes;   // [M][K]
+  std::vector<float> scales;   // [M][K / 32]
+  std::vector<int32_t> sum16;  // [M][K / 16]: sums of the codes over 16 consecutive k
+
+  const int8_t* row(int m) const { return codes.data() + static_cast<size_t>(m) * K; }
+  float scale(int m, int k) const {
+    return scales[static_cast<size_t>(m) * (K / kBlock) + static_cast<size_t>(k / kBlock)];
+  }
+  // Sum of the codes of row m over [k, k + n), k and n multiples of 16.
+  int32_t sum(int m, int k, int n) const {
+    const int32_t* s = sum16.data() + static_cast<size_t>(m) * (K / 16) + k / 16;
+    int32_t total = 0;
+    for (int i = 0; i < n / 16; ++i) total += s[i];
+    return total;
+  }
+  // Four codes of row m from k as one 32-bit lane (what VNNI broadcasts).
+  int32_t quad(int m, int k) const {
+    int32_t v;
+    std::memcpy(&v, row(m) + k, sizeof v);
+    return v;
+  }
+};
+
+// Quantizes x[M][K] (K a multiple of 32) into out, reusing its buffers.
+void quantize_activations(const float* x, int M, int K, QuantizedActivations& out);
+
+}  // namespace pagedllm::cpu
