@@ -95,8 +95,8 @@ void BM_GemmQuantized(benchmark::State& state) {
     benchmark::DoNotOptimize(y.data());
   }
   state.SetLabel(to_string(dtype));
-  state.counters["GOP/s"] = benchmark::Counter(2.0 * M * N * K * 1e-9,
-                                               benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GOP/s"] =
+      benchmark::Counter(2.0 * M * N * K * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["weight_GB/s"] = benchmark::Counter(static_cast<double>(packed.bytes()) * 1e-9,
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/cpu/dequant.h"
+#include "loader/gguf_file.h"
 
 namespace pagedllm {
 
@@ -62,26 +63,12 @@ GGUFValue gguf_i32_array(const std::vector<int32_t>& x) {
   return v;
 }
 
+// The inverse of the reader's mapping, so the two cannot drift apart.
 uint32_t ggml_type_of(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return 0;
-    case DType::kF16:
-      return 1;
-    case DType::kQ4_0:
-      return 2;
-    case DType::kQ8_0:
-      return 8;
-    case DType::kQ4_K:
-      return 12;
-    case DType::kQ5_K:
-      return 13;
-    case DType::kQ6_K:
-      return 14;
-    case DType::kBF16:
-      return 30;
+  for (uint32_t t = 0; t <= 30; ++t) {
+    if (dtype_of_ggml_type(t) == dtype) return t;
   }
-  return 0;
+  throw std::invalid_argument(std::string("no GGUF type for ") + to_string(dtype));
 }
 
 namespace {

@@ -111,8 +111,8 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
 TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
   std::mt19937 rng(4);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  for (const auto& [dtype, K] : {std::pair{DType::kF32, 777}, std::pair{DType::kQ8_0, 768},
-                                 std::pair{DType::kQ4_K, 768}}) {
+  for (const auto& [dtype, K] :
+       {std::pair{DType::kF32, 777}, std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768}}) {
     const int M = 37, N = 70;
     const Weights w = random_weights(N, K, dtype, rng);
     const PackedMatrix packed(w.matrix);

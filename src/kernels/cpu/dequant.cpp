@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "kernels/cpu/block_quant.h"
 
@@ -49,16 +48,17 @@ uint16_t load_u16(const uint8_t* p) {
   return v;
 }
 
-// The reference dequantization of every block format: s * q - m per element.
+// The reference dequantization of every block format: s * q - m per element, one block at a
+// time on the stack (embedding lookups call this per token).
 void dequantize_blocks(DType dtype, const uint8_t* src, float* dst, int64_t n) {
-  const int sub = sub_block_elements(dtype);
-  std::vector<int8_t> codes(static_cast<size_t>(n));
-  std::vector<float> scales(static_cast<size_t>(n / sub)), mins(scales.size());
-  unpack_blocks(dtype, src, n, codes.data(), scales.data(), mins.data());
-  for (int64_t i = 0; i < n; ++i) {
-    dst[i] =
-        scales[static_cast<size_t>(i / sub)] * static_cast<float>(codes[static_cast<size_t>(i)]) -
-        mins[static_cast<size_t>(i / sub)];
+  const int elements = block_elements(dtype), sub = sub_block_elements(dtype);
+  int8_t codes[256];
+  float scales[16], mins[16];
+  for (int64_t b = 0; b < n / elements; ++b, src += block_bytes(dtype), dst += elements) {
+    unpack_blocks(dtype, src, elements, codes, scales, mins);
+    for (int i = 0; i < elements; ++i) {
+      dst[i] = scales[i / sub] * static_cast<float>(codes[i]) - mins[i / sub];
+    }
   }
 }
 
