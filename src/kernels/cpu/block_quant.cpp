@@ -50,17 +50,10 @@ void pack_scale_min_k4(const int* scales, const int* mins, uint8_t* q) {
 
 // Q4_K and Q5_K: sub-block b of 32 takes nibble (b % 2) of qs[(b / 2) * 32 + l], and for Q5_K
 // bit b of qh[l] on top.
-void unpack_q45_k(bool five, const uint8_t* src, int8_t* codes, float* scales, float* mins) {
-  const float d = f16_to_f32(load_u16(src));
-  const float dmin = f16_to_f32(load_u16(src + 2));
-  const uint8_t* packed = src + 4;
+void unpack_q45_k_codes(bool five, const uint8_t* src, int8_t* codes) {
   const uint8_t* qh = src + 16;
   const uint8_t* qs = five ? src + 48 : src + 16;
   for (int b = 0; b < 8; ++b) {
-    int sc, m;
-    scale_min_k4(b, packed, sc, m);
-    scales[b] = d * static_cast<float>(sc);
-    mins[b] = dmin * static_cast<float>(m);
     for (int l = 0; l < 32; ++l) {
       const uint8_t byte = qs[(b / 2) * 32 + l];
       int q = b % 2 == 0 ? byte & 0xF : byte >> 4;
@@ -71,12 +64,9 @@ void unpack_q45_k(bool five, const uint8_t* src, int8_t* codes, float* scales, f
 }
 
 // Q6_K: element e of half h (128 each) sits at l = e % 32 in quarter e / 32 of that half.
-void unpack_q6_k(const uint8_t* src, int8_t* codes, float* scales) {
+void unpack_q6_k_codes(const uint8_t* src, int8_t* codes) {
   const uint8_t* ql = src;
   const uint8_t* qh = src + 128;
-  const auto* sc = reinterpret_cast<const int8_t*>(src + 192);
-  const float d = f16_to_f32(load_u16(src + 208));
-  for (int b = 0; b < 16; ++b) scales[b] = d * static_cast<float>(sc[b]);
   for (int h = 0; h < 2; ++h) {
     for (int l = 0; l < 32; ++l) {
       const uint8_t lo0 = ql[h * 64 + l], lo1 = ql[h * 64 + l + 32], hi = qh[h * 32 + l];
@@ -235,6 +225,38 @@ int max_code(DType dtype) {
   }
 }
 
+BlockFactors block_factors(DType dtype, const uint8_t* block) {
+  BlockFactors f;
+  switch (dtype) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      f.d = load_u16(block);
+      f.sub_blocks = 1;
+      f.scale[0] = 1;
+      break;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+      f.d = load_u16(block);
+      f.dmin = load_u16(block + 2);
+      f.sub_blocks = 8;
+      for (int b = 0; b < 8; ++b) {
+        int sc, m;
+        scale_min_k4(b, block + 4, sc, m);
+        f.scale[b] = static_cast<int8_t>(sc);
+        f.min[b] = static_cast<uint8_t>(m);
+      }
+      break;
+    case DType::kQ6_K:
+      f.d = load_u16(block + 208);
+      f.sub_blocks = 16;
+      std::memcpy(f.scale, block + 192, 16);
+      break;
+    default:
+      break;
+  }
+  return f;
+}
+
 void unpack_blocks(DType dtype, const uint8_t* src, int64_t n, int8_t* codes, float* scales,
                    float* mins) {
   const int64_t blocks = n / block_elements(dtype);
@@ -242,17 +264,11 @@ void unpack_blocks(DType dtype, const uint8_t* src, int64_t n, int8_t* codes, fl
   const int subs = block_elements(dtype) / sub_block_elements(dtype);
   for (int64_t b = 0; b < blocks; ++b, src += bytes) {
     int8_t* c = codes + b * block_elements(dtype);
-    float* s = scales + b * subs;
-    float* m = mins + b * subs;
     switch (dtype) {
       case DType::kQ8_0:
-        s[0] = f16_to_f32(load_u16(src));
-        m[0] = 0.0f;
         std::memcpy(c, src + 2, 32);
         break;
       case DType::kQ4_0:
-        s[0] = f16_to_f32(load_u16(src));
-        m[0] = 0.0f;
         for (int j = 0; j < 16; ++j) {
           c[j] = static_cast<int8_t>((src[2 + j] & 0x0F) - 8);
           c[j + 16] = static_cast<int8_t>((src[2 + j] >> 4) - 8);
@@ -260,14 +276,19 @@ void unpack_blocks(DType dtype, const uint8_t* src, int64_t n, int8_t* codes, fl
         break;
       case DType::kQ4_K:
       case DType::kQ5_K:
-        unpack_q45_k(dtype == DType::kQ5_K, src, c, s, m);
+        unpack_q45_k_codes(dtype == DType::kQ5_K, src, c);
         break;
       case DType::kQ6_K:
-        unpack_q6_k(src, c, s);
-        std::fill(m, m + subs, 0.0f);
+        unpack_q6_k_codes(src, c);
         break;
       default:
         return;
+    }
+    const BlockFactors f = block_factors(dtype, src);
+    const float d = f16_to_f32(f.d), dmin = f16_to_f32(f.dmin);
+    for (int i = 0; i < subs; ++i) {
+      scales[b * subs + i] = d * static_cast<float>(f.scale[i]);
+      mins[b * subs + i] = dmin * static_cast<float>(f.min[i]);
     }
   }
 }

@@ -19,6 +19,17 @@ bool has_mins(DType dtype);
 int min_code(DType dtype);
 int max_code(DType dtype);
 
+// A block's sub-block scales and mins as factors: scale b = f16(d) * scale[b] and min b =
+// f16(dmin) * min[b], both products exact in f32 (11 by at most 8 significant bits). Q8_0 and
+// Q4_0 have one sub-block with scale 1 and no min.
+struct BlockFactors {
+  uint16_t d = 0, dmin = 0;  // f16 bits
+  int sub_blocks = 0;
+  int8_t scale[16] = {};
+  uint8_t min[16] = {};
+};
+BlockFactors block_factors(DType dtype, const uint8_t* block);
+
 // Decodes n elements (a multiple of block_elements(dtype)) of one row: n codes, and
 // n / sub_block_elements(dtype) scales and mins.
 void unpack_blocks(DType dtype, const uint8_t* src, int64_t n, int8_t* codes, float* scales,

@@ -39,21 +39,17 @@ void float_tile_generic(const TileArgs& a) {
 float int8_output_generic(const PackedMatrix& w, int p, int j, const QuantizedActivations& xq,
                           int row) {
   const int B = w.quant_block();
-  const uint8_t* u = w.u8_panel(p);
-  const float* scales = w.scale_panel(p);
-  const float* mins = w.min_panel(p);
   const int8_t* x = xq.row(row);
   float total = 0.0f;
   for (int b = 0; b < (w.cols() >> w.quant_shift()); ++b) {
     int32_t dot = 0;
     for (int k = b * B; k < (b + 1) * B; ++k) {
-      dot += u[static_cast<size_t>(k / 4) * 64 + static_cast<size_t>(j) * 4 + k % 4] * x[k];
+      dot += w.code(p, k, j) * x[k];
     }
     const int32_t xsum = xq.sum(row, b * B, B);
     const float x_scale = xq.scale(row, b * B);
-    const size_t s = static_cast<size_t>(b) * PackedMatrix::kPanel + static_cast<size_t>(j);
-    float t = scales[s] * (x_scale * static_cast<float>(dot - w.code_offset() * xsum));
-    if (mins) t = t - mins[s] * (x_scale * static_cast<float>(xsum));
+    float t = w.scale(p, b, j) * (x_scale * static_cast<float>(dot - w.code_offset() * xsum));
+    if (w.has_mins()) t = t - w.min(p, b, j) * (x_scale * static_cast<float>(xsum));
     total += t;
   }
   return total;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/gemm.h"
 
@@ -15,11 +16,30 @@ namespace {
 // 8 outputs x 4 k of u8 codes (32 bytes) against 4 activation codes widened to 16 bits and
 // repeated in each 64-bit lane: adds each output's two pair sums into lo (outputs 0-3) and hi
 // (outputs 4-7).
-inline void dot8(const uint8_t* codes, __m256i x, __m256i& lo, __m256i& hi) {
-  const __m256i c = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes));
+inline void dot8(__m256i c, __m256i x, __m256i& lo, __m256i& hi) {
   lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(c)), x));
   hi = _mm256_add_epi32(hi,
                         _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(c, 1)), x));
+}
+
+inline __m256i load32(const uint8_t* p) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// Activation codes k..k+3 of row m, widened to 16 bits, in each 64-bit lane.
+inline __m256i activation_quad(const QuantizedActivations& xq, int m, int k) {
+  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(xq.quad(m, k))));
+}
+
+// Outputs [8h, 8h + 8) of sub-block b's scales (or mins): f16 super-block factor times int8 (or
+// u8) sub-block factor, the same exact f32 products as PackedMatrix::scale().
+template <typename Factor>
+inline __m256 factored(const uint16_t* super, const Factor* sub, int b, int super_step, int h) {
+  const __m128i f = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub + b * 16 + 8 * h));
+  const __m256i wide = std::is_signed_v<Factor> ? _mm256_cvtepi8_epi32(f) : _mm256_cvtepu8_epi32(f);
+  const __m128i d =
+      _mm_load_si128(reinterpret_cast<const __m128i*>(super + (b >> super_step) * 16 + 8 * h));
+  return _mm256_mul_ps(_mm256_cvtph_ps(d), _mm256_cvtepi32_ps(wide));
 }
 
 // The 8 dot products in output order from the pair sums of dot8.
@@ -29,7 +49,7 @@ inline __m256i combine_pairs(__m256i lo, __m256i hi) {
 }
 
 // Rows [m, m + MR) of the tile against one panel.
-template <int MR, bool kMins>
+template <int MR, bool kMins, bool kNibbles>
 void rows(const TileArgs& a, int m, int panel) {
   const PackedMatrix& w = *a.w;
   const QuantizedActivations& xq = *a.xq;
@@ -43,15 +63,31 @@ void rows(const TileArgs& a, int m, int panel) {
     for (int r = 0; r < MR; ++r) {
       for (int i = 0; i < 4; ++i) pairs[r][i] = _mm256_setzero_si256();
     }
-    for (int k = k0; k < k0 + B; k += 4) {
-      for (int r = 0; r < MR; ++r) {
-        const __m256i x =
-            _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(xq.quad(a.m0 + m + r, k))));
-        dot8(u + static_cast<size_t>(k) * 16, x, pairs[r][0], pairs[r][1]);
-        dot8(u + static_cast<size_t>(k) * 16 + 32, x, pairs[r][2], pairs[r][3]);
+    if constexpr (kNibbles) {
+      const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+      for (int k = k0; k < k0 + B; k += 8) {
+        const uint8_t* line = u + static_cast<size_t>(k) * 8;
+        for (int h = 0; h < 2; ++h) {
+          const __m256i c = load32(line + 32 * h);
+          const __m256i low = _mm256_and_si256(c, low_nibbles);
+          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
+          for (int r = 0; r < MR; ++r) {
+            dot8(low, activation_quad(xq, a.m0 + m + r, k), pairs[r][2 * h], pairs[r][2 * h + 1]);
+            dot8(high, activation_quad(xq, a.m0 + m + r, k + 4), pairs[r][2 * h],
+                 pairs[r][2 * h + 1]);
+          }
+        }
+      }
+    } else {
+      for (int k = k0; k < k0 + B; k += 4) {
+        for (int r = 0; r < MR; ++r) {
+          const __m256i x = activation_quad(xq, a.m0 + m + r, k);
+          dot8(load32(u + static_cast<size_t>(k) * 16), x, pairs[r][0], pairs[r][1]);
+          dot8(load32(u + static_cast<size_t>(k) * 16 + 32), x, pairs[r][2], pairs[r][3]);
+        }
       }
     }
-    const size_t s = static_cast<size_t>(b) * PackedMatrix::kPanel;
+    const int super_step = w.super_shift() - w.quant_shift();
     for (int r = 0; r < MR; ++r) {
       const int32_t xsum = xq.sum(a.m0 + m + r, k0, B);
       const float x_scale = xq.scale(a.m0 + m + r, k0);
@@ -61,11 +97,13 @@ void rows(const TileArgs& a, int m, int panel) {
       for (int h = 0; h < 2; ++h) {
         const __m256i dot = combine_pairs(pairs[r][2 * h], pairs[r][2 * h + 1]);
         const __m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(dot, correction));
-        __m256 t =
-            _mm256_mul_ps(_mm256_load_ps(w.scale_panel(panel) + s + 8 * h), _mm256_mul_ps(xs, d));
+        const __m256 scale =
+            factored(w.super_scale_panel(panel), w.sub_scale_panel(panel), b, super_step, h);
+        __m256 t = _mm256_mul_ps(scale, _mm256_mul_ps(xs, d));
         if constexpr (kMins) {
-          t = _mm256_sub_ps(
-              t, _mm256_mul_ps(_mm256_load_ps(w.min_panel(panel) + s + 8 * h), min_factor));
+          const __m256 min =
+              factored(w.super_min_panel(panel), w.sub_min_panel(panel), b, super_step, h);
+          t = _mm256_sub_ps(t, _mm256_mul_ps(min, min_factor));
         }
         total[r][h] = _mm256_add_ps(total[r][h], t);
       }
@@ -82,14 +120,14 @@ void rows(const TileArgs& a, int m, int panel) {
   }
 }
 
-template <bool kMins>
+template <bool kMins, bool kNibbles>
 void dispatch(const TileArgs& a) {
   for (int q = 0; q < a.np; ++q) {
     for (int m = 0; m < a.mr; m += 2) {
       if (m + 1 < a.mr) {
-        rows<2, kMins>(a, m, a.p + q);
+        rows<2, kMins, kNibbles>(a, m, a.p + q);
       } else {
-        rows<1, kMins>(a, m, a.p + q);
+        rows<1, kMins, kNibbles>(a, m, a.p + q);
       }
     }
   }
@@ -98,10 +136,11 @@ void dispatch(const TileArgs& a) {
 }  // namespace
 
 void gemm_int8_tile_avx2(const TileArgs& a) {
-  if (a.w->has_mins()) {
-    dispatch<true>(a);
+  const bool mins = a.w->has_mins(), nibbles = a.w->code_bits() == 4;
+  if (mins) {
+    nibbles ? dispatch<true, true>(a) : dispatch<true, false>(a);
   } else {
-    dispatch<false>(a);
+    nibbles ? dispatch<false, true>(a) : dispatch<false, false>(a);
   }
 }
 

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "kernels/cpu/gemm.h"
 
@@ -12,12 +13,36 @@ namespace pagedllm::cpu {
 
 namespace {
 
-template <int MR, int NP, bool kMins>
+// One vpdpbusd per row and panel for the 4 k from k (line: the panel's codes for them).
+template <int MR, int NP>
+inline void dot_group(const QuantizedActivations& xq, int m0, int k, const __m512i (&line)[NP],
+                      __m512i (&dot)[MR][NP]) {
+  for (int m = 0; m < MR; ++m) {
+    const __m512i x = _mm512_set1_epi32(xq.quad(m0 + m, k));
+    for (int q = 0; q < NP; ++q) dot[m][q] = _mm512_dpbusd_epi32(dot[m][q], line[q], x);
+  }
+}
+
+// Sub-block b's 16 scales (or mins) of a panel: f16 super-block factor times int8 (or u8)
+// sub-block factor, the same exact f32 products as PackedMatrix::scale().
+template <typename Factor>
+inline __m512 factored(const uint16_t* super, const Factor* sub, int b, int super_step) {
+  const __m128i f = _mm_load_si128(reinterpret_cast<const __m128i*>(sub + b * 16));
+  // The zero-masked forms: the unmasked ones trip g++ 12's -Wmaybe-uninitialized.
+  const __m512i wide = std::is_signed_v<Factor> ? _mm512_maskz_cvtepi8_epi32(0xFFFF, f)
+                                                : _mm512_maskz_cvtepu8_epi32(0xFFFF, f);
+  const __m256i d =
+      _mm256_load_si256(reinterpret_cast<const __m256i*>(super + (b >> super_step) * 16));
+  return _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d), _mm512_maskz_cvtepi32_ps(0xFFFF, wide));
+}
+
+template <int MR, int NP, bool kMins, bool kNibbles>
 void tile(const TileArgs& a) {
   const PackedMatrix& w = *a.w;
   const QuantizedActivations& xq = *a.xq;
   const int B = w.quant_block();
   const int sub_blocks = a.K >> w.quant_shift();
+  const int super_step = w.super_shift() - w.quant_shift();
   __m512 total[MR][NP];
   for (int m = 0; m < MR; ++m) {
     for (int q = 0; q < NP; ++q) total[m][q] = _mm512_setzero_ps();
@@ -28,17 +53,33 @@ void tile(const TileArgs& a) {
     for (int m = 0; m < MR; ++m) {
       for (int q = 0; q < NP; ++q) dot[m][q] = _mm512_setzero_si512();
     }
-    for (int k = k0; k < k0 + B; k += 4) {
-      __m512i codes[NP];
-      for (int q = 0; q < NP; ++q) {
-        codes[q] = _mm512_load_si512(w.u8_panel(a.p + q) + static_cast<size_t>(k) * 16);
+    if constexpr (kNibbles) {
+      const __m512i low_nibbles = _mm512_set1_epi8(0x0F);
+      for (int k = k0; k < k0 + B; k += 8) {
+        __m512i low[NP], high[NP];
+        for (int q = 0; q < NP; ++q) {
+          const __m512i line = _mm512_load_si512(w.u8_panel(a.p + q) + static_cast<size_t>(k) * 8);
+          low[q] = _mm512_and_si512(line, low_nibbles);
+          high[q] = _mm512_and_si512(_mm512_srli_epi16(line, 4), low_nibbles);
+        }
+        dot_group<MR, NP>(xq, a.m0, k, low, dot);
+        dot_group<MR, NP>(xq, a.m0, k + 4, high, dot);
       }
-      for (int m = 0; m < MR; ++m) {
-        const __m512i x = _mm512_set1_epi32(xq.quad(a.m0 + m, k));
-        for (int q = 0; q < NP; ++q) dot[m][q] = _mm512_dpbusd_epi32(dot[m][q], codes[q], x);
+    } else {
+      for (int k = k0; k < k0 + B; k += 4) {
+        __m512i codes[NP];
+        for (int q = 0; q < NP; ++q) {
+          codes[q] = _mm512_load_si512(w.u8_panel(a.p + q) + static_cast<size_t>(k) * 16);
+        }
+        dot_group<MR, NP>(xq, a.m0, k, codes, dot);
       }
     }
-    const size_t s = static_cast<size_t>(b) * PackedMatrix::kPanel;
+    __m512 scale[NP], min[NP];
+    for (int q = 0; q < NP; ++q) {
+      scale[q] = factored(w.super_scale_panel(a.p + q), w.sub_scale_panel(a.p + q), b, super_step);
+      if constexpr (kMins)
+        min[q] = factored(w.super_min_panel(a.p + q), w.sub_min_panel(a.p + q), b, super_step);
+    }
     for (int m = 0; m < MR; ++m) {
       const int32_t xsum = xq.sum(a.m0 + m, k0, B);
       const float x_scale = xq.scale(a.m0 + m, k0);
@@ -48,10 +89,8 @@ void tile(const TileArgs& a) {
       for (int q = 0; q < NP; ++q) {
         // The zero-masked form: the unmasked one trips g++ 12's -Wmaybe-uninitialized.
         const __m512 d = _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_sub_epi32(dot[m][q], correction));
-        __m512 t = _mm512_mul_ps(_mm512_load_ps(w.scale_panel(a.p + q) + s), _mm512_mul_ps(xs, d));
-        if constexpr (kMins) {
-          t = _mm512_sub_ps(t, _mm512_mul_ps(_mm512_load_ps(w.min_panel(a.p + q) + s), min_factor));
-        }
+        __m512 t = _mm512_mul_ps(scale[q], _mm512_mul_ps(xs, d));
+        if constexpr (kMins) t = _mm512_sub_ps(t, _mm512_mul_ps(min[q], min_factor));
         total[m][q] = _mm512_add_ps(total[m][q], t);
       }
     }
@@ -68,28 +107,29 @@ void tile(const TileArgs& a) {
   }
 }
 
-template <bool kMins>
+template <bool kMins, bool kNibbles>
 void dispatch(const TileArgs& a) {
   const bool two = a.np == 2;
   switch (a.mr) {
     case 1:
-      return two ? tile<1, 2, kMins>(a) : tile<1, 1, kMins>(a);
+      return two ? tile<1, 2, kMins, kNibbles>(a) : tile<1, 1, kMins, kNibbles>(a);
     case 2:
-      return two ? tile<2, 2, kMins>(a) : tile<2, 1, kMins>(a);
+      return two ? tile<2, 2, kMins, kNibbles>(a) : tile<2, 1, kMins, kNibbles>(a);
     case 3:
-      return two ? tile<3, 2, kMins>(a) : tile<3, 1, kMins>(a);
+      return two ? tile<3, 2, kMins, kNibbles>(a) : tile<3, 1, kMins, kNibbles>(a);
     default:
-      return two ? tile<4, 2, kMins>(a) : tile<4, 1, kMins>(a);
+      return two ? tile<4, 2, kMins, kNibbles>(a) : tile<4, 1, kMins, kNibbles>(a);
   }
 }
 
 }  // namespace
 
 void gemm_int8_tile_vnni(const TileArgs& a) {
-  if (a.w->has_mins()) {
-    dispatch<true>(a);
+  const bool mins = a.w->has_mins(), nibbles = a.w->code_bits() == 4;
+  if (mins) {
+    nibbles ? dispatch<true, true>(a) : dispatch<true, false>(a);
   } else {
-    dispatch<false>(a);
+    nibbles ? dispatch<false, true>(a) : dispatch<false, false>(a);
   }
 }
 

@@ -49,7 +49,7 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   storage_ = storage_of(stacked[0]->dtype);
   std::vector<std::pair<const WeightMatrix*, int>> row_source;  // global row -> (matrix, row)
   bool any_mins = false;
-  int quant_block = 32;
+  int quant_block = 32, super_block = 256, max_stored_code = 0;
   for (const WeightMatrix* m : stacked) {
     if (m->cols != cols_ || storage_of(m->dtype) != storage_) {
       throw std::invalid_argument("stacked matrices must share K and storage class");
@@ -60,19 +60,32 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
       any_mins = any_mins || cpu::has_mins(m->dtype);
       code_offset_ = std::max(code_offset_, -min_code(m->dtype));
       quant_block = std::min(quant_block, sub_block_elements(m->dtype));
+      super_block = std::min(super_block, static_cast<int>(block_elements(m->dtype)));
     }
     for (int r = 0; r < m->rows; ++r) row_source.emplace_back(m, r);
   }
+  for (const WeightMatrix* m : stacked) {
+    if (storage_ == PanelStorage::kInt8)
+      max_stored_code = std::max(max_stored_code, max_code(m->dtype) + code_offset_);
+  }
   quant_shift_ = quant_block == 16 ? 4 : 5;
+  super_shift_ = super_block == 256 ? 8 : 5;
   rows_ = static_cast<int>(row_source.size());
-  element_size_ = storage_ == PanelStorage::kF32 ? 4 : storage_ == PanelStorage::kBF16 ? 2 : 1;
-  bytes_ = static_cast<size_t>(panels()) * cols_ * kPanel * element_size_;
+  code_bits_ = storage_ == PanelStorage::kInt8 && max_stored_code <= 15 ? 4 : 8;
+  element_size_ = storage_ == PanelStorage::kF32    ? 32
+                  : storage_ == PanelStorage::kBF16 ? 16
+                                                    : static_cast<size_t>(code_bits_);
+  bytes_ = static_cast<size_t>(panels()) * panel_size();
   data_.reset(aligned_array<uint8_t>(bytes_));
   if (storage_ == PanelStorage::kInt8) {
-    const size_t count = scale_offset(panels());
-    scales_.reset(aligned_array<float>(count));
-    if (any_mins) mins_.reset(aligned_array<float>(count));
-    bytes_ += count * sizeof(float) * (any_mins ? 2 : 1);
+    const size_t subs = sub_offset(panels()), supers = super_offset(panels());
+    super_scales_.reset(aligned_array<uint16_t>(supers));
+    sub_scales_.reset(aligned_array<int8_t>(subs));
+    if (any_mins) {
+      super_mins_.reset(aligned_array<uint16_t>(supers));
+      sub_mins_.reset(aligned_array<uint8_t>(subs));
+    }
+    bytes_ += (supers * sizeof(uint16_t) + subs) * (any_mins ? 2 : 1);
   }
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < rows_; ++n) {
@@ -81,31 +94,75 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   }
 }
 
+// The factors of source row `source_row` of w for output n, each finer sub-block and
+// super-block taking those of the file's block and sub-block that hold it.
+void PackedMatrix::pack_factors(int n, const WeightMatrix& w, int source_row) {
+  const int p = n / kPanel, j = n % kPanel;
+  const int block = static_cast<int>(block_elements(w.dtype)), sub = sub_block_elements(w.dtype);
+  const uint8_t* src = w.row(source_row);
+  const auto factors_at = [&](int k) {
+    return block_factors(w.dtype, src + (k / block) * block_bytes(w.dtype));
+  };
+  const auto at = [j](int i) { return static_cast<size_t>(i) * kPanel + static_cast<size_t>(j); };
+  for (int c = 0; c < (cols_ >> super_shift_); ++c) {
+    const BlockFactors f = factors_at(c << super_shift_);
+    super_scales_[super_offset(p) + at(c)] = f.d;
+    if (super_mins_) super_mins_[super_offset(p) + at(c)] = f.dmin;
+  }
+  for (int b = 0; b < (cols_ >> quant_shift_); ++b) {
+    const int k = b << quant_shift_;
+    const BlockFactors f = factors_at(k);
+    sub_scales_[sub_offset(p) + at(b)] = f.scale[(k % block) / sub];
+    if (sub_mins_) sub_mins_[sub_offset(p) + at(b)] = f.min[(k % block) / sub];
+  }
+}
+
+float PackedMatrix::scale(int p, int b, int j) const {
+  const size_t i = static_cast<size_t>(b >> (super_shift_ - quant_shift_)) * kPanel + j;
+  return f16_to_f32(super_scale_panel(p)[i]) *
+         static_cast<float>(sub_scale_panel(p)[static_cast<size_t>(b) * kPanel + j]);
+}
+
+float PackedMatrix::min(int p, int b, int j) const {
+  if (!has_mins()) return 0.0f;
+  const size_t i = static_cast<size_t>(b >> (super_shift_ - quant_shift_)) * kPanel + j;
+  return f16_to_f32(super_min_panel(p)[i]) *
+         static_cast<float>(sub_min_panel(p)[static_cast<size_t>(b) * kPanel + j]);
+}
+
+int PackedMatrix::code(int p, int k, int j) const {
+  const uint8_t* panel = u8_panel(p);
+  const size_t lane = static_cast<size_t>(j) * 4 + static_cast<size_t>(k % 4);
+  if (code_bits_ == 8) return panel[static_cast<size_t>(k / 4) * kPanel * 4 + lane];
+  return (panel[static_cast<size_t>(k / 8) * kPanel * 4 + lane] >> ((k / 4) % 2 * 4)) & 0x0F;
+}
+
 // Writes source row `source_row` of w as output n: column n % kPanel of panel n / kPanel.
 void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
   const int p = n / kPanel, j = n % kPanel;
   const uint8_t* src = w.row(source_row);
-  uint8_t* panel = data_.get() + static_cast<size_t>(p) * cols_ * kPanel * element_size_;
+  uint8_t* panel = data_.get() + static_cast<size_t>(p) * panel_size();
   const auto at = [j](int k) { return static_cast<size_t>(k) * kPanel + static_cast<size_t>(j); };
   if (storage_ == PanelStorage::kBF16) {
     auto* dst = reinterpret_cast<uint16_t*>(panel);
     for (int k = 0; k < cols_; ++k) dst[at(k)] = load_u16(src + 2 * k);
   } else if (storage_ == PanelStorage::kInt8) {
-    const int sub = sub_block_elements(w.dtype);
     std::vector<int8_t> codes(static_cast<size_t>(cols_));
-    std::vector<float> scales(static_cast<size_t>(cols_ / sub)), mins(scales.size());
+    std::vector<float> scales(static_cast<size_t>(cols_ / sub_block_elements(w.dtype)));
+    std::vector<float> mins(scales.size());
     unpack_blocks(w.dtype, src, cols_, codes.data(), scales.data(), mins.data());
     for (int k = 0; k < cols_; ++k) {
-      const size_t i = static_cast<size_t>(k / 4) * kPanel * 4 + static_cast<size_t>(j) * 4 + k % 4;
-      panel[i] = static_cast<uint8_t>(codes[static_cast<size_t>(k)] + code_offset_);
+      const auto u = static_cast<uint8_t>(codes[static_cast<size_t>(k)] + code_offset_);
+      const size_t lane = static_cast<size_t>(j) * 4 + static_cast<size_t>(k % 4);
+      if (code_bits_ == 8) {
+        panel[static_cast<size_t>(k / 4) * kPanel * 4 + lane] = u;
+      } else {
+        // Each byte is written by this row alone, so the parallel pack does not race.
+        const int shift = (k / 4) % 2 * 4;
+        panel[static_cast<size_t>(k / 8) * kPanel * 4 + lane] |= static_cast<uint8_t>(u << shift);
+      }
     }
-    float* s = scales_.get() + scale_offset(p);
-    float* m = mins_ ? mins_.get() + scale_offset(p) : nullptr;
-    for (int b = 0; b < (cols_ >> quant_shift_); ++b) {
-      const size_t from = static_cast<size_t>((b << quant_shift_) / sub);
-      s[at(b)] = scales[from];
-      if (m) m[at(b)] = mins[from];
-    }
+    pack_factors(n, w, source_row);
   } else {
     std::vector<float> row(static_cast<size_t>(cols_));
     dequantize_row(w.dtype, src, row.data(), cols_);

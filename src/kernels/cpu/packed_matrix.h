@@ -5,10 +5,16 @@
 //   BF16      -> bf16 elements (widened to f32 in registers)
 //   block formats -> u8 codes (code + code_offset(), so that they feed VNNI's u8 x s8 dot
 //                product) laid out [K/4][16][4]: four consecutive k of one output are one 32-bit
-//                lane. Plus one f32 scale (and, for Q4_K/Q5_K, one f32 min) per (sub-block of
-//                k, output): panel scales are [K / quant_block()][16]; a weight is exactly
-//                scale * (u - code_offset()) - min, the reference dequantization
-//                (block_quant.h). Stacked formats with different sub-blocks share the finest.
+//                lane. Where every code fits in 4 bits (Q4_0, Q4_K), two are packed per byte
+//                to halve the bytes decode reads: the 64 bytes of k-groups 2g and 2g+1 are one
+//                line whose low nibbles are group 2g and high nibbles group 2g+1, so that a
+//                mask and a shift turn one line into two u8 lines.
+//                Scales are kept factored as in the file (block_quant.h's BlockFactors): per
+//                (super-block, output) an f16 d, and per (sub-block, output) an int8 factor, so
+//                scale = f32(d) * factor, exactly the reference's f32 scale at a fraction of
+//                its bytes; mins (Q4_K, Q5_K) likewise with an f16 dmin and a u8 factor. A
+//                weight is exactly scale * (u - code_offset()) - min. Stacked formats with
+//                different block shapes share the finest sub-block and super-block.
 #pragma once
 
 #include <cstdint>
@@ -44,36 +50,58 @@ class PackedMatrix {
   const uint16_t* bf16_panel(int p) const {
     return reinterpret_cast<const uint16_t*>(panel_bytes(p));
   }
-  // int8 storage: code (k, j) at (k / 4) * 64 + j * 4 + k % 4.
+  // int8 storage, 8-bit codes: code (k, j) at byte (k / 4) * 64 + j * 4 + k % 4; 4-bit codes:
+  // in byte (k / 8) * 64 + j * 4 + k % 4, the high nibble when (k / 4) is odd.
   const uint8_t* u8_panel(int p) const { return panel_bytes(p); }
+  int code_bits() const { return code_bits_; }
+  // The stored code (k, j) of panel p, whatever its width (the reference path reads this).
+  int code(int p, int k, int j) const;
   int code_offset() const { return code_offset_; }
-  // int8 storage: k's sub-block is k >> quant_shift(); scale (b, j) of panel p at b * kPanel + j,
-  // and the min likewise (min_panel is null when no stacked format has mins).
+  // int8 storage: k's sub-block is k >> quant_shift() and its super-block k >> super_shift().
+  // Factors of panel p: super-block c at c * kPanel + j, sub-block b at b * kPanel + j. The min
+  // panels are null when no stacked format has mins.
   int quant_block() const { return 1 << quant_shift_; }
   int quant_shift() const { return quant_shift_; }
-  const float* scale_panel(int p) const { return scales_.get() + scale_offset(p); }
-  const float* min_panel(int p) const { return mins_ ? mins_.get() + scale_offset(p) : nullptr; }
-  bool has_mins() const { return mins_ != nullptr; }
+  int super_shift() const { return super_shift_; }
+  const uint16_t* super_scale_panel(int p) const { return super_scales_.get() + super_offset(p); }
+  const int8_t* sub_scale_panel(int p) const { return sub_scales_.get() + sub_offset(p); }
+  const uint16_t* super_min_panel(int p) const {
+    return super_mins_ ? super_mins_.get() + super_offset(p) : nullptr;
+  }
+  const uint8_t* sub_min_panel(int p) const {
+    return sub_mins_ ? sub_mins_.get() + sub_offset(p) : nullptr;
+  }
+  bool has_mins() const { return sub_mins_ != nullptr; }
+  // Scale and min of sub-block b, output j of panel p, as the kernels compute them.
+  float scale(int p, int b, int j) const;
+  float min(int p, int b, int j) const;
   size_t bytes() const { return bytes_; }
 
  private:
-  size_t scale_offset(int p) const {
+  size_t sub_offset(int p) const {
     return static_cast<size_t>(p) * static_cast<size_t>(cols_ >> quant_shift_) * kPanel;
   }
+  size_t super_offset(int p) const {
+    return static_cast<size_t>(p) * static_cast<size_t>(cols_ >> super_shift_) * kPanel;
+  }
+  void pack_factors(int n, const WeightMatrix& w, int source_row);
   void pack_row(int n, const WeightMatrix& w, int source_row);
+  size_t panel_size() const { return static_cast<size_t>(cols_) * kPanel * element_size_ / 8; }
   const uint8_t* panel_bytes(int p) const {
-    return data_.get() + static_cast<size_t>(p) * cols_ * kPanel * element_size_;
+    return data_.get() + static_cast<size_t>(p) * panel_size();
   }
 
-  int rows_ = 0, cols_ = 0, quant_shift_ = 5, code_offset_ = 0;
+  int rows_ = 0, cols_ = 0, quant_shift_ = 5, super_shift_ = 5, code_offset_ = 0, code_bits_ = 8;
   PanelStorage storage_ = PanelStorage::kF32;
-  size_t element_size_ = 4;
+  size_t element_size_ = 32;  // in bits
   size_t bytes_ = 0;
   struct FreeDeleter {
     void operator()(void* p) const { std::free(p); }
   };
   std::unique_ptr<uint8_t[], FreeDeleter> data_;
-  std::unique_ptr<float[], FreeDeleter> scales_, mins_;
+  std::unique_ptr<uint16_t[], FreeDeleter> super_scales_, super_mins_;
+  std::unique_ptr<int8_t[], FreeDeleter> sub_scales_;
+  std::unique_ptr<uint8_t[], FreeDeleter> sub_mins_;
 };
 
 }  // namespace pagedllm::cpu
