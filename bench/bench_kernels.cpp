@@ -69,7 +69,9 @@ BENCHMARK(BM_Gemm)
     ->Args({32, 16384, 2048, 1})
     ->Args({128, 16384, 2048, 1})
     ->Args({1, 2048, 8192, 1})
+    ->Args({32, 16384, 2048, 2})
     ->Args({512, 3072, 2048, 1})
+    ->Args({512, 3072, 2048, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -78,9 +80,9 @@ BENCHMARK(BM_Gemm)
 void BM_GemmQuantized(benchmark::State& state) {
   const int M = static_cast<int>(state.range(0)), N = static_cast<int>(state.range(1));
   const int K = static_cast<int>(state.range(2));
-  const DType dtype = state.range(3) == 0   ? DType::kQ8_0
-                      : state.range(3) == 1 ? DType::kQ4_K
-                                            : DType::kQ6_K;
+  constexpr DType kFormats[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ5_K,
+                                DType::kQ4_0};
+  const DType dtype = kFormats[state.range(3)];
   const auto w32 = random_vector(static_cast<size_t>(N) * K, 1);
   std::vector<uint8_t> bytes(row_bytes(dtype, K) * static_cast<size_t>(N));
   for (int r = 0; r < N; ++r) {
@@ -105,10 +107,18 @@ BENCHMARK(BM_GemmQuantized)
     ->Args({1, 16384, 2048, 0})
     ->Args({1, 16384, 2048, 1})
     ->Args({1, 16384, 2048, 2})
+    ->Args({1, 16384, 2048, 3})
+    ->Args({1, 16384, 2048, 4})
+    ->Args({1, 65536, 2048, 0})
+    ->Args({1, 65536, 2048, 1})
+    ->Args({1, 65536, 2048, 2})
+    ->Args({1, 65536, 2048, 3})
     ->Args({32, 16384, 2048, 0})
     ->Args({32, 16384, 2048, 1})
     ->Args({512, 3072, 2048, 0})
+    ->Args({32, 16384, 2048, 2})
     ->Args({512, 3072, 2048, 1})
+    ->Args({512, 3072, 2048, 2})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

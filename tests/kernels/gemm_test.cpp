@@ -190,24 +190,31 @@ TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
   }
 }
 
-TEST(PackedMatrix, FourBitCodesPackTwoPerByteUnlessAStackNeedsMore) {
+TEST(PackedMatrix, CodesTakeFourSixOrEightBitsAsTheirRangeNeeds) {
   std::mt19937 rng(7);
   const int K = 256;
   const Weights q4_0 = random_weights(17, K, DType::kQ4_0, rng),
                 q4_k = random_weights(17, K, DType::kQ4_K, rng),
+                q5_k = random_weights(17, K, DType::kQ5_K, rng),
+                q6_k = random_weights(17, K, DType::kQ6_K, rng),
                 q8_0 = random_weights(17, K, DType::kQ8_0, rng);
-  for (const Weights* w : {&q4_0, &q4_k, &q8_0}) {
+  for (const Weights* w : {&q4_0, &q4_k, &q5_k, &q6_k, &q8_0}) {
     const PackedMatrix packed(w->matrix);
-    const int bits = w == &q8_0 ? 8 : 4;
-    EXPECT_EQ(packed.code_bits(), bits) << to_string(w->matrix.dtype);
+    const DType dtype = w->matrix.dtype;
+    const int bits = dtype == DType::kQ8_0                            ? 8
+                     : dtype == DType::kQ4_0 || dtype == DType::kQ4_K ? 4
+                                                                      : 6;
+    EXPECT_EQ(packed.code_bits(), bits) << to_string(dtype);
     // Factored scales: per 16 outputs an f16 per super-block (32 for Q4_0 and Q8_0, 256 for
-    // Q4_K) and a byte per sub-block of 32; Q4_K's mins the same again.
-    const size_t supers = w == &q4_k ? K / 256 : K / 32;
-    const size_t factor_bytes = (w == &q4_k ? 2 : 1) * 2 * 16 * (2 * supers + K / 32);
-    EXPECT_EQ(packed.bytes(), size_t{2} * 16 * K * bits / 8 + factor_bytes);
+    // the k-quants) and a byte per sub-block; the mins of Q4_K and Q5_K the same again.
+    const bool k_quant = dtype != DType::kQ4_0 && dtype != DType::kQ8_0;
+    const size_t supers = k_quant ? K / 256 : K / 32;
+    const size_t subs = K / sub_block_elements(dtype);
+    const size_t factor_bytes = (has_mins(dtype) ? 2 : 1) * 2 * 16 * (2 * supers + subs);
+    EXPECT_EQ(packed.bytes(), size_t{2} * 16 * K * bits / 8 + factor_bytes) << to_string(dtype);
     // Every stored code is the format's code plus the offset.
     std::vector<int8_t> codes(K);
-    std::vector<float> scales(K / 32), mins(K / 32);
+    std::vector<float> scales(K / 16), mins(K / 16);
     for (int n = 0; n < 17; ++n) {
       unpack_blocks(w->matrix.dtype, w->matrix.row(n), K, codes.data(), scales.data(), mins.data());
       for (int k = 0; k < K; ++k) {
@@ -217,12 +224,14 @@ TEST(PackedMatrix, FourBitCodesPackTwoPerByteUnlessAStackNeedsMore) {
       }
     }
   }
-  // Q4_0's offset 8 would push Q4_K's codes past 15: the stack keeps 8-bit codes.
+  // Q4_0's offset 8 pushes Q4_K's codes past 15 (but not past 63); with Q8_0 they need 8 bits.
   const PackedMatrix mixed(std::vector<const WeightMatrix*>{&q4_0.matrix, &q4_k.matrix});
-  EXPECT_EQ(mixed.code_bits(), 8);
+  EXPECT_EQ(mixed.code_bits(), 6);
+  EXPECT_EQ(PackedMatrix(std::vector<const WeightMatrix*>{&q4_k.matrix, &q8_0.matrix}).code_bits(),
+            8);
   EXPECT_EQ(mixed.code_offset(), 8);
   std::vector<int8_t> codes(K);
-  std::vector<float> scales(K / 32), mins(K / 32);
+  std::vector<float> scales(K / 16), mins(K / 16);
   unpack_blocks(DType::kQ4_K, q4_k.matrix.row(3), K, codes.data(), scales.data(), mins.data());
   EXPECT_EQ(mixed.code(1, 5, 4), codes[5] + 8);  // output 17 + 3 = 20 is Q4_K's row 3
 }

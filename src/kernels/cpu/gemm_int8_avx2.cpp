@@ -49,7 +49,7 @@ inline __m256i combine_pairs(__m256i lo, __m256i hi) {
 }
 
 // Rows [m, m + MR) of the tile against one panel.
-template <int MR, bool kMins, bool kNibbles>
+template <int MR, bool kMins, int kBits>
 void rows(const TileArgs& a, int m, int panel) {
   const PackedMatrix& w = *a.w;
   const QuantizedActivations& xq = *a.xq;
@@ -63,7 +63,31 @@ void rows(const TileArgs& a, int m, int panel) {
     for (int r = 0; r < MR; ++r) {
       for (int i = 0; i < 4; ++i) pairs[r][i] = _mm256_setzero_si256();
     }
-    if constexpr (kNibbles) {
+    if constexpr (kBits == 6) {
+      const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bits = _mm256_set1_epi8(0x30);
+      for (int k = k0; k < k0 + B; k += 16) {
+        const uint8_t* chunk = u + static_cast<size_t>(k) * 12;
+        for (int h = 0; h < 2; ++h) {
+          const __m256i n0 = load32(chunk + 32 * h), n1 = load32(chunk + 64 + 32 * h);
+          const __m256i top = load32(chunk + 128 + 32 * h);
+          // Group g's top bits sit at bit 2g of top: move them to bits 4-5 and add the nibble.
+          const __m256i codes[4] = {
+              _mm256_or_si256(_mm256_and_si256(n0, low_nibbles),
+                              _mm256_and_si256(_mm256_slli_epi16(top, 4), top_bits)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low_nibbles),
+                              _mm256_and_si256(_mm256_slli_epi16(top, 2), top_bits)),
+              _mm256_or_si256(_mm256_and_si256(n1, low_nibbles), _mm256_and_si256(top, top_bits)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
+                              _mm256_and_si256(_mm256_srli_epi16(top, 2), top_bits))};
+          for (int r = 0; r < MR; ++r) {
+            for (int g = 0; g < 4; ++g) {
+              dot8(codes[g], activation_quad(xq, a.m0 + m + r, k + 4 * g), pairs[r][2 * h],
+                   pairs[r][2 * h + 1]);
+            }
+          }
+        }
+      }
+    } else if constexpr (kBits == 4) {
       const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
       for (int k = k0; k < k0 + B; k += 8) {
         const uint8_t* line = u + static_cast<size_t>(k) * 8;
@@ -120,27 +144,38 @@ void rows(const TileArgs& a, int m, int panel) {
   }
 }
 
-template <bool kMins, bool kNibbles>
+template <bool kMins, int kBits>
 void dispatch(const TileArgs& a) {
   for (int q = 0; q < a.np; ++q) {
     for (int m = 0; m < a.mr; m += 2) {
       if (m + 1 < a.mr) {
-        rows<2, kMins, kNibbles>(a, m, a.p + q);
+        rows<2, kMins, kBits>(a, m, a.p + q);
       } else {
-        rows<1, kMins, kNibbles>(a, m, a.p + q);
+        rows<1, kMins, kBits>(a, m, a.p + q);
       }
     }
+  }
+}
+
+template <bool kMins>
+void dispatch_bits(const TileArgs& a) {
+  switch (a.w->code_bits()) {
+    case 4:
+      return dispatch<kMins, 4>(a);
+    case 6:
+      return dispatch<kMins, 6>(a);
+    default:
+      return dispatch<kMins, 8>(a);
   }
 }
 
 }  // namespace
 
 void gemm_int8_tile_avx2(const TileArgs& a) {
-  const bool mins = a.w->has_mins(), nibbles = a.w->code_bits() == 4;
-  if (mins) {
-    nibbles ? dispatch<true, true>(a) : dispatch<true, false>(a);
+  if (a.w->has_mins()) {
+    dispatch_bits<true>(a);
   } else {
-    nibbles ? dispatch<false, true>(a) : dispatch<false, false>(a);
+    dispatch_bits<false>(a);
   }
 }
 

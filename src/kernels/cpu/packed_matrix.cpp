@@ -71,7 +71,9 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   quant_shift_ = quant_block == 16 ? 4 : 5;
   super_shift_ = super_block == 256 ? 8 : 5;
   rows_ = static_cast<int>(row_source.size());
-  code_bits_ = storage_ == PanelStorage::kInt8 && max_stored_code <= 15 ? 4 : 8;
+  if (storage_ == PanelStorage::kInt8) {
+    code_bits_ = max_stored_code <= 15 ? 4 : max_stored_code <= 63 ? 6 : 8;
+  }
   element_size_ = storage_ == PanelStorage::kF32    ? 32
                   : storage_ == PanelStorage::kBF16 ? 16
                                                     : static_cast<size_t>(code_bits_);
@@ -130,11 +132,42 @@ float PackedMatrix::min(int p, int b, int j) const {
          static_cast<float>(sub_min_panel(p)[static_cast<size_t>(b) * kPanel + j]);
 }
 
+namespace {
+
+// Where code (k, j) lives in a panel of `bits`-bit codes: its low bits (all 8, or 4 at
+// low_shift) and, for 6-bit codes, its top 2 bits at high_shift of high_byte.
+struct CodePlace {
+  size_t low_byte;
+  int low_shift;
+  size_t high_byte;
+  int high_shift;
+};
+
+CodePlace place_of(int bits, int k, int j) {
+  const size_t lane = static_cast<size_t>(j) * 4 + static_cast<size_t>(k % 4);
+  const int nibble_shift = (k / 4) % 2 * 4;
+  switch (bits) {
+    case 8:
+      return {static_cast<size_t>(k / 4) * 64 + lane, 0, 0, 0};
+    case 4:
+      return {static_cast<size_t>(k / 8) * 64 + lane, nibble_shift, 0, 0};
+    default: {
+      const size_t chunk = static_cast<size_t>(k / 16) * 192;
+      return {chunk + static_cast<size_t>(k % 16 / 8) * 64 + lane, nibble_shift, chunk + 128 + lane,
+              k % 16 / 4 * 2};
+    }
+  }
+}
+
+}  // namespace
+
 int PackedMatrix::code(int p, int k, int j) const {
   const uint8_t* panel = u8_panel(p);
-  const size_t lane = static_cast<size_t>(j) * 4 + static_cast<size_t>(k % 4);
-  if (code_bits_ == 8) return panel[static_cast<size_t>(k / 4) * kPanel * 4 + lane];
-  return (panel[static_cast<size_t>(k / 8) * kPanel * 4 + lane] >> ((k / 4) % 2 * 4)) & 0x0F;
+  const CodePlace at = place_of(code_bits_, k, j);
+  if (code_bits_ == 8) return panel[at.low_byte];
+  const int low = (panel[at.low_byte] >> at.low_shift) & 0x0F;
+  if (code_bits_ == 4) return low;
+  return low | ((panel[at.high_byte] >> at.high_shift) & 3) << 4;
 }
 
 // Writes source row `source_row` of w as output n: column n % kPanel of panel n / kPanel.
@@ -152,14 +185,14 @@ void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
     std::vector<float> mins(scales.size());
     unpack_blocks(w.dtype, src, cols_, codes.data(), scales.data(), mins.data());
     for (int k = 0; k < cols_; ++k) {
-      const auto u = static_cast<uint8_t>(codes[static_cast<size_t>(k)] + code_offset_);
-      const size_t lane = static_cast<size_t>(j) * 4 + static_cast<size_t>(k % 4);
+      const int u = codes[static_cast<size_t>(k)] + code_offset_;
+      const CodePlace at = place_of(code_bits_, k, j);
+      // Each byte holds codes of this row alone, so the parallel pack does not race.
       if (code_bits_ == 8) {
-        panel[static_cast<size_t>(k / 4) * kPanel * 4 + lane] = u;
+        panel[at.low_byte] = static_cast<uint8_t>(u);
       } else {
-        // Each byte is written by this row alone, so the parallel pack does not race.
-        const int shift = (k / 4) % 2 * 4;
-        panel[static_cast<size_t>(k / 8) * kPanel * 4 + lane] |= static_cast<uint8_t>(u << shift);
+        panel[at.low_byte] |= static_cast<uint8_t>((u & 0x0F) << at.low_shift);
+        if (code_bits_ == 6) panel[at.high_byte] |= static_cast<uint8_t>((u >> 4) << at.high_shift);
       }
     }
     pack_factors(n, w, source_row);
