@@ -109,6 +109,9 @@ BENCHMARK(BM_GemmQuantized)
     ->Args({1, 16384, 2048, 2})
     ->Args({1, 16384, 2048, 3})
     ->Args({1, 16384, 2048, 4})
+    ->Args({1, 4096, 2048, 0})
+    ->Args({1, 4096, 2048, 1})
+    ->Args({1, 4096, 2048, 2})
     ->Args({1, 65536, 2048, 0})
     ->Args({1, 65536, 2048, 1})
     ->Args({1, 65536, 2048, 2})
@@ -206,10 +209,16 @@ void BM_SwiGLU(benchmark::State& state) {
 BENCHMARK(BM_SwiGLU)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 // This machine's limits, measured the way the kernels use it.
-__attribute__((target("avx512f"))) double sum_avx512(const float* a, size_t n) {
+__attribute__((target("avx512f"))) double sum_avx512(const float* a, size_t n,
+                                                     size_t prefetch_bytes) {
   __m512 acc[8];
   for (auto& x : acc) x = _mm512_setzero_ps();
   for (size_t i = 0; i + 128 <= n; i += 128) {
+    if (prefetch_bytes > 0) {
+      for (int j = 0; j < 8; ++j) {
+        _mm_prefetch(reinterpret_cast<const char*>(a + i + 16 * j) + prefetch_bytes, _MM_HINT_T0);
+      }
+    }
     for (int j = 0; j < 8; ++j) acc[j] = _mm512_add_ps(acc[j], _mm512_load_ps(a + i + 16 * j));
   }
   alignas(64) float lanes[16];
@@ -221,8 +230,11 @@ __attribute__((target("avx512f"))) double sum_avx512(const float* a, size_t n) {
   return total;
 }
 
-// Streaming read of 2 GiB (far beyond any cache), 8 independent vector accumulators per thread.
+// Streaming read of 2 GiB (far beyond any cache), 8 independent vector accumulators per thread;
+// arg: bytes ahead to prefetch in software (0: the hardware prefetcher alone), as the decode
+// GEMMs do.
 void BM_StreamRead(benchmark::State& state) {
+  const auto prefetch_bytes = static_cast<size_t>(state.range(0));
   if (!cpu::cpu_supports(cpu::Isa::kAvx512)) {
     state.SkipWithError("no AVX-512");
     return;
@@ -238,7 +250,7 @@ void BM_StreamRead(benchmark::State& state) {
       const size_t threads = static_cast<size_t>(omp_get_num_threads());
       const size_t chunk = n / threads / 128 * 128;
       const size_t t = static_cast<size_t>(omp_get_thread_num());
-      total += sum_avx512(a + t * chunk, chunk);
+      total += sum_avx512(a + t * chunk, chunk, prefetch_bytes);
     }
     benchmark::DoNotOptimize(total);
   }
@@ -246,7 +258,12 @@ void BM_StreamRead(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(n) * 4 * 1e-9,
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_StreamRead)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_StreamRead)
+    ->ArgNames({"prefetch"})
+    ->Arg(0)
+    ->Arg(2048)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 __attribute__((target("avx512f,fma"))) double fma_chains(int64_t iters) {
   __m512 acc[12];

@@ -102,6 +102,8 @@ class Engine {
   const Tokenizer& tokenizer() const;
   // A one-line summary of what the engine chose (threads, blocks, dtype...), for logs.
   std::string describe() const;
+  // Bytes of packed linear weights each forward pass reads (decode's memory floor).
+  size_t weight_bytes() const;
 
  private:
   struct Impl;

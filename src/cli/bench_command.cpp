@@ -2,9 +2,11 @@
 
 #include "cli/bench_serve_command.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -13,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/engine_flags.h"
+#include "kernels/cpu/memory_bandwidth.h"
 #include "util/progress_bar.h"
 
 namespace pagedllm::cli {
@@ -68,7 +71,15 @@ struct LatencyOptions {
   int gen_len = 128;
   int reps = 5;
   bool json = false;
+  bool bandwidth = false;
 };
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
+}
 
 int run_latency(LatencyOptions& o) {
   if (o.engine.max_num_batched_tokens < o.prompt_len)
@@ -76,7 +87,10 @@ int run_latency(LatencyOptions& o) {
   Engine engine(o.engine);
   std::cerr << machine_line(engine) << "\n";
   std::mt19937 rng(1);
-  std::vector<double> pp, tg;
+  std::vector<double> pp, tg, read_gbps, ratio;
+  std::unique_ptr<cpu::ReadBandwidthProbe> probe;
+  if (o.bandwidth) probe = std::make_unique<cpu::ReadBandwidthProbe>();
+  const double weight_gb = static_cast<double>(engine.weight_bytes()) * 1e-9;
   ProgressBar bar("bench latency");
   for (int r = 0; r < o.reps; ++r) {
     // pp: one prompt from an empty cache, in one step.
@@ -93,6 +107,11 @@ int run_latency(LatencyOptions& o) {
       const auto t0 = Clock::now();
       while (engine.has_unfinished_requests()) engine.step();
       tg.push_back(o.gen_len / seconds_since(t0));
+      // The probe right after each tg run: each ratio compares two figures a second apart.
+      if (probe) {
+        read_gbps.push_back(probe->measure());
+        ratio.push_back(tg.back() * weight_gb / read_gbps.back());
+      }
     }
     bar.update(static_cast<size_t>(r + 1), static_cast<size_t>(o.reps));
   }
@@ -108,12 +127,24 @@ int run_latency(LatencyOptions& o) {
     j["pp_tokens_per_s_stddev"] = p.stddev;
     j["tg_tokens_per_s"] = t.mean;
     j["tg_tokens_per_s_stddev"] = t.stddev;
+    j["weight_bytes"] = engine.weight_bytes();
+    if (probe) {
+      j["read_gb_per_s"] = median(read_gbps);
+      j["tg_weight_gb_per_s"] = median(tg) * weight_gb;
+      j["tg_bandwidth_ratio"] = median(ratio);
+    }
     std::cout << j.dump() << "\n";
   } else {
     std::printf("| test   |            t/s |\n|--------|----------------|\n");
     if (o.prompt_len > 0)
       std::printf("| pp%-4d | %8.2f ± %-5.2f|\n", o.prompt_len, p.mean, p.stddev);
     if (o.gen_len > 0) std::printf("| tg%-4d | %8.2f ± %-5.2f|\n", o.gen_len, t.mean, t.stddev);
+    if (probe && o.gen_len > 0) {
+      std::printf(
+          "tg reads %.3f GB of weights per token: %.1f GB/s, %.0f %% of the %.1f GB/s "
+          "streaming read measured after each run (medians)\n",
+          weight_gb, median(tg) * weight_gb, 100 * median(ratio), median(read_gbps));
+    }
   }
   return 0;
 }
@@ -190,6 +221,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   l->add_flag("--json", lat->json, "Print one JSON object (pp_tokens_per_s, tg_tokens_per_s, ...)");
+  l->add_flag("--bandwidth", lat->bandwidth,
+              "After each tg run, measure streaming-read bandwidth (512 MiB) and report tg's "
+              "weight traffic as a fraction of it (read_gb_per_s, tg_bandwidth_ratio)");
   l->callback([lat, &exit_code] { exit_code = run_latency(*lat); });
 
   auto thr = std::make_shared<ThroughputOptions>();

@@ -291,6 +291,10 @@ const Tokenizer& Engine::tokenizer() const {
   return *impl_->tokenizer;
 }
 
+size_t Engine::weight_bytes() const {
+  return impl_->model->linear_weight_bytes();
+}
+
 std::string Engine::describe() const {
   const auto& mc = impl_->weights->config;
   const auto& c = impl_->config;

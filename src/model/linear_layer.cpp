@@ -27,6 +27,12 @@ LinearLayer::LinearLayer(std::vector<const WeightMatrix*> weights,
   }
 }
 
+size_t LinearLayer::weight_bytes() const {
+  size_t total = 0;
+  for (const cpu::PackedMatrix& p : parts_) total += p.bytes();
+  return total;
+}
+
 void LinearLayer::apply(const float* x, int M, float* y) const {
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   if (parts_.size() == 1) {

@@ -20,6 +20,8 @@ class LinearLayer {
   int out_features() const { return out_features_; }
   // y[M, out_features()] = x[M, K] . W^T + bias.
   void apply(const float* x, int M, float* y) const;
+  // Bytes of packed weights (codes, scales) one apply() reads.
+  size_t weight_bytes() const;
 
  private:
   int out_features_ = 0;

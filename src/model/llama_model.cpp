@@ -9,6 +9,15 @@
 
 namespace pagedllm {
 
+size_t LlamaModel::linear_weight_bytes() const {
+  size_t total = output_.weight_bytes();
+  for (const LayerLinears& l : linears_) {
+    total += l.qkv.weight_bytes() + l.o.weight_bytes() + l.gate_up.weight_bytes() +
+             l.down.weight_bytes();
+  }
+  return total;
+}
+
 KVCacheSpec LlamaModel::kv_cache_spec(const ModelConfig& c, int num_blocks, int block_size,
                                       DType dtype) {
   return KVCacheSpec{c.n_layers, num_blocks, block_size, c.n_kv_heads, c.head_dim, dtype};

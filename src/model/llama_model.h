@@ -26,6 +26,9 @@ class LlamaModel : public Model {
   int vocab_size() const override { return weights_->config.vocab_size; }
   void forward(const ModelInputs& inputs, std::span<float> logits) override;
   const ModelConfig& config() const { return weights_->config; }
+  // Bytes of packed linear weights one forward pass reads whatever its batch: the floor on the
+  // memory traffic of a decode step.
+  size_t linear_weight_bytes() const;
 
   // The KV geometry this model needs, for sizing the cache before the model is built.
   static KVCacheSpec kv_cache_spec(const ModelConfig& config, int num_blocks, int block_size,

@@ -79,11 +79,19 @@ TEST(MakeModelCli, RandomWeightsAreReproducibleFromTheSeed) {
 TEST(BenchCli, LatencyAndThroughputReportJson) {
   const std::string path = testing::TempDir() + "/bench-tiny.gguf";
   ASSERT_EQ(run_cli("make-model --preset tiny --out " + path).code, 0);
-  auto r = run_cli("bench latency --model " + path + " -p 32 -n 8 -r 2 --json");
+  auto r = run_cli("bench latency --model " + path + " -p 32 -n 8 -r 2 --json --bandwidth");
   ASSERT_EQ(r.code, 0) << r.err;
   json j = json::parse(r.out);
   EXPECT_GT(j["pp_tokens_per_s"].get<double>(), 0.0);
-  EXPECT_GT(j["tg_tokens_per_s"].get<double>(), 0.0);
+  const double tg = j["tg_tokens_per_s"].get<double>();
+  EXPECT_GT(tg, 0.0);
+  // tiny in f32, per layer: qkv 128x64, o 64x64, gate/up 256x64, down 64x128; output 512x64.
+  const double weight_bytes = 4.0 * (2 * (128 * 64 + 64 * 64 + 256 * 64 + 64 * 128) + 512 * 64);
+  EXPECT_EQ(j["weight_bytes"].get<double>(), weight_bytes);
+  EXPECT_GT(j["read_gb_per_s"].get<double>(), 0.0);
+  // With two runs the median tg is the mean.
+  EXPECT_NEAR(j["tg_weight_gb_per_s"].get<double>(), tg * weight_bytes * 1e-9, 1e-9 * tg);
+  EXPECT_GT(j["tg_bandwidth_ratio"].get<double>(), 0.0);
   EXPECT_NE(r.err.find("threads="), std::string::npos);
   r = run_cli("bench throughput --model " + path +
               " --num-prompts 8 --input-len 16 --output-len 8 --json");
