@@ -10,6 +10,12 @@ namespace pagedllm::cpu {
 
 namespace {
 
+// CPUID.1:ECX.F16C (clang's __builtin_cpu_supports does not know "f16c").
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
 Isa best_supported() {
   if (cpu_supports(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
   if (cpu_supports(Isa::kAvx512)) return Isa::kAvx512;
@@ -53,8 +59,7 @@ bool cpu_supports(Isa isa) {
     case Isa::kGeneric:
       return true;
     case Isa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-             __builtin_cpu_supports("f16c");
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
