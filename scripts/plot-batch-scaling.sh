@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Measures total tokens/s of `pagedllm bench throughput` (128 in + 128 out per request) for
-# batch sizes 1..128 and plots it with gnuplot (Debian's gnuplot-nox) to docs/batch-scaling.png.
-# usage: scripts/plot-batch-scaling.sh MODEL.gguf [THREADS]
+# batch sizes 1..128 and plots it with gnuplot (Debian's gnuplot-nox) to PNG (default
+# docs/batch-scaling.png).
+# usage: scripts/plot-batch-scaling.sh MODEL.gguf [THREADS] [OUT.png]
 set -euo pipefail
 model=$1
 threads=${2:-2}
+out=${3:-docs/batch-scaling.png}
 data=$(mktemp)
 for b in 1 4 16 32 64 128; do
   tps=$(./build/pagedllm bench throughput --model "$model" --num-prompts "$b" --input-len 128 \
@@ -14,7 +16,7 @@ for b in 1 4 16 32 64 128; do
 done
 gnuplot <<GP
 set terminal pngcairo size 800,480
-set output "docs/batch-scaling.png"
+set output "$out"
 set title "pagedllm bench throughput, $(basename "$model"), $threads threads (128 in + 128 out)"
 set xlabel "batch (max-num-seqs = requests)"
 set ylabel "total tokens/s"
@@ -24,4 +26,4 @@ set key off
 plot "$data" using 1:2 with linespoints lw 2 pt 7
 GP
 rm -f "$data"
-echo "wrote docs/batch-scaling.png"
+echo "wrote $out"

@@ -93,6 +93,11 @@ int run_serve(ServeOptions& o) {
                          std::to_string(async_engine.num_in_flight()) + " in flight");
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000));
   async_engine.shutdown(grace);
+  // Every stream has its final event queued by now; let the HTTP threads write it (and
+  // [DONE]) before the listener stops, which ends open streams mid-way.
+  if (!http.wait_for_streams(std::chrono::seconds(5))) {
+    log(LogLevel::kWarning, "server", "some streams were still being written at shutdown");
+  }
   http.stop();
   http_thread.join();
   log_info("server", "stopped");

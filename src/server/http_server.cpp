@@ -2,6 +2,8 @@
 
 #include <sys/socket.h>
 
+#include <thread>
+
 #include <httplib.h>
 
 #include "server/api_error.h"
@@ -24,8 +26,9 @@ void send_error(httplib::Response& res, int status, const std::string& message,
 }
 
 // Runs an endpoint and turns its ApiResponse (or its ApiError) into the HTTP response.
+// open_streams counts streamed responses until httplib releases them (after the last write).
 template <typename Endpoint>
-void serve_api(httplib::Response& res, Endpoint&& endpoint) {
+void serve_api(httplib::Response& res, std::atomic<int>& open_streams, Endpoint&& endpoint) {
   ApiResponse out;
   try {
     out = endpoint();
@@ -44,6 +47,7 @@ void serve_api(httplib::Response& res, Endpoint&& endpoint) {
   }
   res.set_header("Cache-Control", "no-cache");
   std::shared_ptr<EventStream> stream = out.stream;
+  ++open_streams;
   res.set_chunked_content_provider(
       out.content_type,
       [stream](size_t, httplib::DataSink& sink) {
@@ -60,8 +64,9 @@ void serve_api(httplib::Response& res, Endpoint&& endpoint) {
         if (!more) sink.done();
         return true;
       },
-      [stream](bool success) {
+      [stream, &open_streams](bool success) {
         if (!success) stream->cancel();
+        --open_streams;
       });
 }
 
@@ -141,19 +146,19 @@ void HttpServer::register_routes() {
     res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    serve_api(res, [&] { return serving_.models(); });
+    serve_api(res, open_streams_, [&] { return serving_.models(); });
   });
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, [&] { return serving_.completions(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_.completions(req.body); });
   });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, [&] { return serving_.chat_completions(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_.chat_completions(req.body); });
   });
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, [&] { return serving_.tokenize(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_.tokenize(req.body); });
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, [&] { return serving_.detokenize(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_.detokenize(req.body); });
   });
 }
 
@@ -176,6 +181,15 @@ int HttpServer::bind() {
 
 void HttpServer::serve() {
   server_->listen_after_bind();
+}
+
+bool HttpServer::wait_for_streams(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (open_streams_.load() > 0) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
 }
 
 void HttpServer::stop() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ class HttpServer {
   int bind();
   // Serves until stop(); returns when the listener has closed and connections are done.
   void serve();
+  // Waits until every streamed response has written its last event (each ends once the engine
+  // has finished or aborted its requests), at most `timeout`; false if some are still open.
+  // Call after the engine has shut down and before stop(), which cuts open streams.
+  bool wait_for_streams(std::chrono::milliseconds timeout);
   void stop();
   int port() const { return port_; }
 
@@ -47,6 +52,7 @@ class HttpServer {
   HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;
   std::atomic<int> listen_fd_{-1};
+  std::atomic<int> open_streams_{0};
   int port_ = 0;
 };
 
