@@ -14,6 +14,8 @@
 // across batch sizes and between the generic, AVX2 and AVX-512 paths.
 #pragma once
 
+#include <type_traits>
+
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/quantized_activations.h"
@@ -48,6 +50,28 @@ void gemm_tile_avx2(const TileArgs& a);
 void gemm_tile_avx512(const TileArgs& a);
 // int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
 void gemm_int8_tile_avx2(const TileArgs& a);
+
+// Calls f(mins, bits) with the packed matrix's int8 shape as compile-time constants
+// (std::bool_constant, std::integral_constant<int, 4 | 6 | 8>), so each ISA file instantiates
+// its kernel for every shape from one switch.
+template <typename F>
+void with_int8_shape(const PackedMatrix& w, F&& f) {
+  const auto by_bits = [&](auto mins) {
+    switch (w.code_bits()) {
+      case 4:
+        return f(mins, std::integral_constant<int, 4>{});
+      case 6:
+        return f(mins, std::integral_constant<int, 6>{});
+      default:
+        return f(mins, std::integral_constant<int, 8>{});
+    }
+  };
+  if (w.has_mins()) {
+    by_bits(std::true_type{});
+  } else {
+    by_bits(std::false_type{});
+  }
+}
 void gemm_int8_tile_vnni(const TileArgs& a);
 
 }  // namespace pagedllm::cpu

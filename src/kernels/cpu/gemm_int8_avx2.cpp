@@ -169,26 +169,10 @@ void dispatch(const TileArgs& a) {
   }
 }
 
-template <bool kMins>
-void dispatch_bits(const TileArgs& a) {
-  switch (a.w->code_bits()) {
-    case 4:
-      return dispatch<kMins, 4>(a);
-    case 6:
-      return dispatch<kMins, 6>(a);
-    default:
-      return dispatch<kMins, 8>(a);
-  }
-}
-
 }  // namespace
 
 void gemm_int8_tile_avx2(const TileArgs& a) {
-  if (a.w->has_mins()) {
-    dispatch_bits<true>(a);
-  } else {
-    dispatch_bits<false>(a);
-  }
+  with_int8_shape(*a.w, [&](auto mins, auto bits) { dispatch<mins.value, bits.value>(a); });
 }
 
 }  // namespace pagedllm::cpu
