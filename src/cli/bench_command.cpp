@@ -72,6 +72,7 @@ struct LatencyOptions {
   int reps = 5;
   bool json = false;
   bool bandwidth = false;
+  bool warmup = true;
 };
 
 double median(std::vector<double> v) {
@@ -91,6 +92,13 @@ int run_latency(LatencyOptions& o) {
   std::unique_ptr<cpu::ReadBandwidthProbe> probe;
   if (o.bandwidth) probe = std::make_unique<cpu::ReadBandwidthProbe>();
   const double weight_gb = static_cast<double>(engine.weight_bytes()) * 1e-9;
+  if (o.warmup) {
+    // As llama-bench: one untimed prompt and a few decode steps, so the first timed run does
+    // not pay for first-use costs (workspace growth, thread start-up, cold caches).
+    engine.add_request(random_prompt(rng, std::max(o.prompt_len, 1), engine.vocab_size()),
+                       fixed_length(std::min(o.gen_len, 4) + 1));
+    while (engine.has_unfinished_requests()) engine.step();
+  }
   ProgressBar bar("bench latency");
   for (int r = 0; r < o.reps; ++r) {
     // pp: one prompt from an empty cache, in one step.
@@ -211,6 +219,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   bench->require_subcommand(1);
 
   auto lat = std::make_shared<LatencyOptions>();
+  lat->engine.max_num_seqs = 1;  // batch 1: the KV pool holds one sequence, as llama-bench's
   CLI::App* l = bench->add_subcommand("latency",
                                       "Prompt processing (one prompt, empty cache) and generation "
                                       "(batch 1) tokens/s, mean ± stddev over repetitions");
@@ -220,6 +229,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   l->add_option("-r,--reps", lat->reps, "Repetitions")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  l->add_flag("!--no-warmup", lat->warmup,
+              "Skip the untimed warm-up run (one prompt and 4 decode steps) before the reps");
   l->add_flag("--json", lat->json, "Print one JSON object (pp_tokens_per_s, tg_tokens_per_s, ...)");
   l->add_flag("--bandwidth", lat->bandwidth,
               "After each tg run, measure streaming-read bandwidth (512 MiB) and report tg's "

@@ -1,9 +1,26 @@
 #include "kernels/kv_cache.h"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
 namespace pagedllm {
+
+namespace {
+
+// Each thread zeroes its own share, so pages fault in on both cores at once.
+void touch_in_parallel(uint8_t* p, size_t bytes) {
+  constexpr size_t kPiece = size_t{1} << 21;
+  const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < pieces; ++i) {
+    const size_t begin = static_cast<size_t>(i) * kPiece;
+    std::memset(p + begin, 0, std::min(kPiece, bytes - begin));
+  }
+}
+
+}  // namespace
 
 PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
   if (spec.dtype != DType::kF32 && spec.dtype != DType::kBF16) {
@@ -16,8 +33,10 @@ PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
     throw std::invalid_argument("head_size must be a multiple of " + std::to_string(spec.x()) +
                                 " for the paged KV layout");
   }
-  storage_ = std::make_unique_for_overwrite<uint8_t[]>(
-      static_cast<size_t>(2 * spec.num_layers * spec.elements_per_layer() * spec.element_size()));
+  const auto bytes =
+      static_cast<size_t>(2 * spec.num_layers * spec.elements_per_layer() * spec.element_size());
+  storage_ = std::make_unique_for_overwrite<uint8_t[]>(bytes);
+  touch_in_parallel(storage_.get(), bytes);
 }
 
 KVCacheLayer PagedKVCache::layer(int l) {

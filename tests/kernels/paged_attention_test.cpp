@@ -1,5 +1,7 @@
 #include "kernels/cpu/paged_attention.h"
 
+#include "kernels/cpu/cpu_features.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -144,6 +146,110 @@ TEST(PagedAttention, GroupedQueryHeadsReadTheirSharedKvHead) {
   EXPECT_FLOAT_EQ(out[static_cast<size_t>(D)], 1.0f);
   EXPECT_FLOAT_EQ(out[static_cast<size_t>(2 * D)], 2.0f);
   EXPECT_FLOAT_EQ(out[static_cast<size_t>(3 * D)], 2.0f);
+}
+
+// Three requests in one step, as the scheduler mixes them: a prefill from position 0, a chunked
+// prefill continuing at position 40, and a decode at position 130. Random K/V fill each
+// request's context in scattered blocks; q holds every token's query heads.
+struct MixedBatch {
+  static constexpr int kBlock = 16, kBlocksPerReq = 10;
+  std::vector<int32_t> qsl = {0, 27, 48, 49};
+  std::vector<int32_t> positions, table;
+  std::vector<float> q;
+  PagedKVCache cache;
+  int heads;
+
+  MixedBatch(int D, int kv_heads, int group, DType dtype, std::mt19937& rng)
+      : cache(KVCacheSpec{1, 3 * kBlocksPerReq + 1, kBlock, kv_heads, D, dtype}),
+        heads(kv_heads * group) {
+    std::normal_distribution<float> n(0.0f, 1.0f);
+    const std::vector<std::pair<int, int>> spans = {{0, 27}, {40, 61}, {130, 131}};
+    for (int r = 0; r < 3; ++r) {
+      for (int b = 0; b < kBlocksPerReq; ++b) table.push_back(3 * kBlocksPerReq - (r + 3 * b));
+      const int context = spans[static_cast<size_t>(r)].second;
+      std::vector<float> k(static_cast<size_t>(context) * kv_heads * D), v(k.size());
+      for (auto* t : {&k, &v}) {
+        for (float& x : *t) x = n(rng);
+      }
+      std::vector<int64_t> slots;
+      for (int p = 0; p < context; ++p) {
+        slots.push_back(int64_t{table[static_cast<size_t>(r * kBlocksPerReq + p / kBlock)]} *
+                            kBlock +
+                        p % kBlock);
+      }
+      cpu::reshape_and_cache(k.data(), v.data(), slots, cache.layer(0));
+      for (int p = spans[static_cast<size_t>(r)].first; p < context; ++p) positions.push_back(p);
+    }
+    q.resize(positions.size() * static_cast<size_t>(heads * D));
+    for (float& x : q) x = n(rng);
+  }
+
+  std::vector<float> attend() {
+    std::vector<float> out(q.size(), -7.0f);
+    cpu::AttentionBatch batch{3, qsl, positions, table, kBlocksPerReq};
+    cpu::paged_attention(q.data(), heads, batch, cache.layer(0), out.data());
+    return out;
+  }
+};
+
+// Restores the ISA in use when a test leaves, whatever it forced.
+struct IsaGuard {
+  cpu::Isa before = cpu::active_isa();
+  ~IsaGuard() { cpu::set_isa(before); }
+};
+
+TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
+  IsaGuard guard;
+  std::mt19937 rng(11);
+  int compared = 0;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    for (int D : {8, 16, 24, 32, 64, 128}) {
+      for (int group : {1, 3, 4}) {
+        MixedBatch mb(D, 2, group, dtype, rng);
+        cpu::set_isa(cpu::Isa::kGeneric);
+        const std::vector<float> ref = mb.attend();
+        for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Vnni}) {
+          if (!cpu::cpu_supports(isa)) continue;
+          cpu::set_isa(isa);
+          const std::vector<float> out = mb.attend();
+          ASSERT_EQ(std::memcmp(out.data(), ref.data(), out.size() * 4), 0)
+              << cpu::to_string(isa) << " D=" << D << " group=" << group << " " << to_string(dtype);
+          ++compared;
+        }
+      }
+    }
+  }
+  if (cpu::cpu_supports(cpu::Isa::kAvx2)) {
+    EXPECT_GE(compared, 36);
+  }
+}
+
+// Batch invariance: a token's output bits are the same whether its request's tokens are
+// computed together (as in one prefill) or each alone (as in decode steps).
+TEST(PagedAttention, ATokensOutputDoesNotDependOnTheTokensComputedWithIt) {
+  std::mt19937 rng(12);
+  for (int D : {16, 64, 128}) {
+    MixedBatch mb(D, 2, 4, DType::kF32, rng);
+    const std::vector<float> together = mb.attend();
+    const size_t width = static_cast<size_t>(mb.heads * D);
+    const std::vector<int32_t> all_positions = mb.positions;
+    const std::vector<float> all_q = mb.q;
+    for (size_t t = 0; t < all_positions.size(); ++t) {
+      const int r = t < 27 ? 0 : t < 48 ? 1 : 2;
+      mb.positions = {all_positions[t]};
+      mb.q.assign(all_q.begin() + static_cast<std::ptrdiff_t>(t * width),
+                  all_q.begin() + static_cast<std::ptrdiff_t>((t + 1) * width));
+      std::vector<float> out(width);
+      const std::vector<int32_t> qsl = {0, 1};
+      cpu::AttentionBatch batch{
+          1, qsl, mb.positions,
+          std::span<const int32_t>(mb.table).subspan(static_cast<size_t>(r) * mb.kBlocksPerReq),
+          mb.kBlocksPerReq};
+      cpu::paged_attention(mb.q.data(), mb.heads, batch, mb.cache.layer(0), out.data());
+      ASSERT_EQ(std::memcmp(out.data(), together.data() + t * width, width * 4), 0)
+          << "D=" << D << " token " << t << " at position " << all_positions[t];
+    }
+  }
 }
 
 }  // namespace

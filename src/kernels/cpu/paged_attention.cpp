@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/dequant.h"
 
 namespace pagedllm::cpu {
@@ -50,28 +52,8 @@ void reshape_and_cache_impl(const float* key, const float* value,
   }
 }
 
-constexpr int kChunk = 16;  // context positions processed together
-constexpr int kMaxHeadSize = 512;
-
-// exp(x) for x <= 0 (softmax arguments), a Cephes-style range reduction and polynomial written
-// without libm so that it vectorizes and gives the same bits in every compiled version.
-inline float exp_nonpositive(float x) {
-  x = std::max(x, -87.0f);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t bits;
-  std::memcpy(&bits, &p, 4);
-  bits += static_cast<int32_t>(n) << 23;
-  std::memcpy(&p, &bits, 4);
-  return p;
-}
+using attention::kChunk;
+using attention::QueryState;
 
 // K of 16 consecutive context positions as a [D][16] tile and V as a [16][D] tile, read from
 // the cache whatever its layout or block size, so the arithmetic never depends on either.
@@ -109,100 +91,33 @@ void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int
   }
 }
 
-// One query head of one token against its context 0..pos, with its online-softmax state.
-struct QueryState {
-  const float* q;
-  int pos;
-  float running_max;
-  float running_sum;
-  float* acc;
-};
+using AttendFn = void (*)(QueryState*, int, int, float, const float*, const float*);
 
-// Chunks [ch_begin, ch_end) of the context for NQ queries at once: the queries' chains are
-// independent, which keeps the FMA units busy. Each query sees exactly the operations it would
-// see alone (scores sum over d in order; chunks update a running max and sum in order), so its
-// result never depends on which queries share the call.
-template <int NQ>
-[[gnu::always_inline]] inline void attend_chunk_range(QueryState* qs, int D, float scale,
-                                                      const float* kts, const float* vts,
-                                                      int ch_begin, int ch_end) {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (int ch = ch_begin; ch < ch_end; ++ch) {
-    const float* kt = kts + static_cast<size_t>(ch) * D * kChunk;
-    const float* vt = vts + static_cast<size_t>(ch) * D * kChunk;
-    float s[NQ][kChunk] = {};
-    for (int d = 0; d < D; ++d) {
-      for (int i = 0; i < NQ; ++i) {
-        const float qd = qs[i].q[d];
-        for (int o = 0; o < kChunk; ++o) s[i][o] += qd * kt[d * kChunk + o];
-      }
-    }
-    const int first = ch * kChunk;
-    float p[NQ][kChunk];
-    float correction[NQ];
-    for (int i = 0; i < NQ; ++i) {
-      float chunk_max = kNegInf;
-      for (int o = 0; o < kChunk; ++o) {
-        s[i][o] = first + o <= qs[i].pos ? s[i][o] * scale : kNegInf;
-        chunk_max = std::max(chunk_max, s[i][o]);
-      }
-      const float new_max = std::max(qs[i].running_max, chunk_max);
-      correction[i] = exp_nonpositive(qs[i].running_max - new_max);
-      float chunk_sum = 0.0f;
-      for (int o = 0; o < kChunk; ++o) {
-        p[i][o] = first + o <= qs[i].pos ? exp_nonpositive(s[i][o] - new_max) : 0.0f;
-      }
-      for (int o = 0; o < kChunk; ++o) chunk_sum += p[i][o];
-      qs[i].running_sum = qs[i].running_sum * correction[i] + chunk_sum;
-      qs[i].running_max = new_max;
-    }
-    // v[d] = sum over o in order of p[o] * V[o][d]: a vector loop over d for each o.
-    float v[NQ][kMaxHeadSize];
-    for (int i = 0; i < NQ; ++i) {
-      for (int d = 0; d < D; ++d) v[i][d] = 0.0f;
-    }
-    for (int o = 0; o < kChunk; ++o) {
-      const float* vo = vt + o * D;
-      for (int i = 0; i < NQ; ++i) {
-        const float po = p[i][o];
-        for (int d = 0; d < D; ++d) v[i][d] += po * vo[d];
-      }
-    }
-    for (int i = 0; i < NQ; ++i) {
-      for (int d = 0; d < D; ++d) qs[i].acc[d] = qs[i].acc[d] * correction[i] + v[i][d];
-    }
-  }
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_chunks_1(
-    QueryState* qs, int D, float scale, const float* kts, const float* vts, int ch_begin,
-    int ch_end) {
-  attend_chunk_range<1>(qs, D, scale, kts, vts, ch_begin, ch_end);
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) void attend_chunks_4(
-    QueryState* qs, int D, float scale, const float* kts, const float* vts, int ch_begin,
-    int ch_end) {
-  attend_chunk_range<4>(qs, D, scale, kts, vts, ch_begin, ch_end);
+AttendFn attention_kernel(int head_size) {
+  if (active_isa() >= Isa::kAvx512 && attention::avx512_attention_handles(head_size))
+    return attention::attend_queries_avx512;
+  return attention::attend_queries_portable;
 }
 
 // All query tokens of one request for the query heads of one kv head: the context is gathered
-// into tiles once and shared by every token and head of the group; queries go 4 at a time over
-// the chunks they share, then alone over the rest of their own context.
+// into tiles once (padded with zero chunks to whole strips) and shared by every token and head
+// of the group.
 template <typename T>
-void attend_group(const float* q, int num_heads, int kv_head, int group, int begin, int end,
-                  std::span<const int32_t> positions, const int32_t* blocks,
+void attend_group(AttendFn attend, const float* q, int num_heads, int kv_head, int group, int begin,
+                  int end, std::span<const int32_t> positions, const int32_t* blocks,
                   const KVCacheLayer& cache, float scale, float* out, std::vector<float>& tiles,
                   std::vector<float>& acc, std::vector<QueryState>& qs) {
   const int D = cache.spec.head_size;
   int max_pos = 0;
   for (int t = begin; t < end; ++t) max_pos = std::max(max_pos, positions[static_cast<size_t>(t)]);
   const int num_chunks = max_pos / kChunk + 1;
+  const int padded =
+      (num_chunks + attention::kChunkPad - 1) / attention::kChunkPad * attention::kChunkPad;
   const size_t tile = static_cast<size_t>(D) * kChunk;
-  tiles.resize(2 * static_cast<size_t>(num_chunks) * tile);
+  tiles.resize(2 * static_cast<size_t>(padded) * tile);
   float* kts = tiles.data();
-  float* vts = kts + static_cast<size_t>(num_chunks) * tile;
-  for (int ch = 0; ch < num_chunks; ++ch) {
+  float* vts = kts + static_cast<size_t>(padded) * tile;
+  for (int ch = 0; ch < padded; ++ch) {
     const int j0 = ch * kChunk;
     gather_chunk<T>(cache, blocks, kv_head, j0, std::min(kChunk, max_pos + 1 - j0), kts + ch * tile,
                     vts + ch * tile);
@@ -218,17 +133,7 @@ void attend_group(const float* q, int num_heads, int kv_head, int group, int beg
                     acc.data() + qs.size() * static_cast<size_t>(D)});
     }
   }
-  // The first chunk holds position 0, so running_max is finite after it.
-  size_t i = 0;
-  for (; i + 4 <= qs.size(); i += 4) {
-    int shared = INT32_MAX;
-    for (size_t j = i; j < i + 4; ++j) shared = std::min(shared, qs[j].pos / kChunk + 1);
-    attend_chunks_4(&qs[i], D, scale, kts, vts, 0, shared);
-    for (size_t j = i; j < i + 4; ++j)
-      attend_chunks_1(&qs[j], D, scale, kts, vts, shared, qs[j].pos / kChunk + 1);
-  }
-  for (; i < qs.size(); ++i) attend_chunks_1(&qs[i], D, scale, kts, vts, 0, qs[i].pos / kChunk + 1);
-
+  attend(qs.data(), num_queries, D, scale, kts, vts);
   size_t k = 0;
   for (int t = begin; t < end; ++t) {
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h, ++k) {
@@ -257,6 +162,7 @@ void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
   const auto& s = cache.spec;
   const int group = num_heads / s.num_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
+  const AttendFn kernel = attention_kernel(s.head_size);
 #pragma omp parallel
   {
     std::vector<float> tiles, acc;  // reused by every (request, kv head) of this thread
@@ -266,7 +172,7 @@ void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
       for (int g = 0; g < s.num_kv_heads; ++g) {
         const int32_t* blocks =
             batch.block_table.data() + static_cast<size_t>(r) * batch.max_blocks_per_req;
-        attend(q, num_heads, g, group, batch.query_start_loc[static_cast<size_t>(r)],
+        attend(kernel, q, num_heads, g, group, batch.query_start_loc[static_cast<size_t>(r)],
                batch.query_start_loc[static_cast<size_t>(r) + 1], batch.positions, blocks, cache,
                scale, out, tiles, acc, qs);
       }

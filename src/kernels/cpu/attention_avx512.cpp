@@ -1,0 +1,162 @@
+// AVX-512 attention over gathered tiles, in the exact order of attention_tile.h.
+//
+// Why groups: one query's score for a chunk is a chain of D dependent FMAs, and the FMA units
+// need about 8 independent chains to stay busy. So a kernel call scores NQ queries x C chunks
+// (NQ * C = 8) at once: prefill takes 8 queries per chunk, a decode step one query over 8
+// chunks, and every K and V vector loaded is used by all the queries of the group.
+// GCC 12's AVX-512 headers seed masked builtins with _mm512_undefined_*(), which -Wuninitialized
+// reports at every use (GCC bug 105593); nothing here reads an undefined value.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <limits>
+
+#include "kernels/cpu/attention_tile.h"
+
+namespace pagedllm::cpu::attention {
+
+namespace {
+
+// attention_tile.h's exp_nonpositive on 16 lanes, op for op.
+inline __m512 exp_nonpositive(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_add_ps(_mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
+                                 _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  for (const float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
+                        5.0000001201e-1f}) {
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
+  }
+  p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
+  const __m512i shift = _mm512_slli_epi32(_mm512_cvttps_epi32(n), 23);
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), shift));
+}
+
+// attention_tile.h's tree_sum16: (o, o + 8), (o, o + 4), (o, o + 2), (o, o + 1).
+inline float tree_sum16(__m512 v) {
+  const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), hi);
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+// Softmax bookkeeping of one query for one chunk: p (16 weights) and the correction of acc.
+inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, float* p) {
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __mmask16 valid = _mm512_cmple_epi32_mask(lane, _mm512_set1_epi32(qs.pos - first));
+  const __m512 scaled = _mm512_mask_mul_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
+                                           valid, s, _mm512_set1_ps(scale));
+  const float new_max = std::max(qs.running_max, _mm512_reduce_max_ps(scaled));
+  const float correction = attention::exp_nonpositive(qs.running_max - new_max);
+  const __m512 e =
+      _mm512_maskz_mov_ps(valid, exp_nonpositive(_mm512_sub_ps(scaled, _mm512_set1_ps(new_max))));
+  _mm512_store_ps(p, e);
+  qs.running_sum = std::fma(qs.running_sum, correction, tree_sum16(e));
+  qs.running_max = new_max;
+  return correction;
+}
+
+// acc = acc * correction + sum over o of p[o] * V[o] for QB queries, V loaded once per row.
+template <int QB, int DV>
+[[gnu::always_inline]] inline void accumulate_values(QueryState* qs, const float (*p)[kChunk],
+                                                     const float* correction, const float* vt) {
+  constexpr int D = DV * 16;
+  __m512 acc[QB][DV];
+  for (int i = 0; i < QB; ++i) {
+    const __m512 c = _mm512_set1_ps(correction[i]);
+    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(_mm512_loadu_ps(qs[i].acc + 16 * v), c);
+  }
+  for (int o = 0; o < kChunk; ++o) {
+    __m512 row[DV];
+    for (int v = 0; v < DV; ++v) row[v] = _mm512_loadu_ps(vt + o * D + 16 * v);
+    for (int i = 0; i < QB; ++i) {
+      const __m512 w = _mm512_set1_ps(p[i][o]);
+      for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_fmadd_ps(w, row[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < QB; ++i) {
+    for (int v = 0; v < DV; ++v) _mm512_storeu_ps(qs[i].acc + 16 * v, acc[i][v]);
+  }
+}
+
+// NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C = 8 score chains).
+template <int NQ, int C, int DV>
+void attend_strip(QueryState* qs, float scale, const float* k_tiles, const float* v_tiles,
+                  int ch0) {
+  constexpr int D = DV * 16;
+  constexpr size_t kTile = static_cast<size_t>(D) * kChunk;
+  __m512 s[NQ][C];
+  for (int i = 0; i < NQ; ++i) {
+    for (int c = 0; c < C; ++c) s[i][c] = _mm512_setzero_ps();
+  }
+  const float* kt = k_tiles + static_cast<size_t>(ch0) * kTile;
+  for (int d = 0; d < D; ++d) {
+    __m512 k[C];
+    for (int c = 0; c < C; ++c) k[c] = _mm512_loadu_ps(kt + c * kTile + d * kChunk);
+    for (int i = 0; i < NQ; ++i) {
+      const __m512 q = _mm512_set1_ps(qs[i].q[d]);
+      for (int c = 0; c < C; ++c) s[i][c] = _mm512_fmadd_ps(q, k[c], s[i][c]);
+    }
+  }
+  constexpr int QB = NQ < 16 / DV ? NQ : (16 / DV > 0 ? 16 / DV : 1);
+  for (int c = 0; c < C; ++c) {
+    alignas(64) float p[NQ][kChunk];
+    float correction[NQ];
+    for (int i = 0; i < NQ; ++i)
+      correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
+    const float* vt = v_tiles + static_cast<size_t>(ch0 + c) * kTile;
+    for (int i = 0; i < NQ; i += QB)
+      accumulate_values<QB, DV>(qs + i, p + i, correction + i, vt);
+  }
+}
+
+// Queries [first, first + nq) need chunks 0 .. (this) - 1, rounded up to whole strips of C.
+int strip_chunks(const QueryState* qs, int nq, int C) {
+  int chunks = 0;
+  for (int i = 0; i < nq; ++i) chunks = std::max(chunks, qs[i].pos / kChunk + 1);
+  return (chunks + C - 1) / C * C;
+}
+
+template <int NQ, int C, int DV>
+void attend_group(QueryState* qs, float scale, const float* k_tiles, const float* v_tiles) {
+  const int chunks = strip_chunks(qs, NQ, C);
+  for (int ch = 0; ch < chunks; ch += C) attend_strip<NQ, C, DV>(qs, scale, k_tiles, v_tiles, ch);
+}
+
+template <int DV>
+void attend_all(QueryState* qs, int nq, float scale, const float* k_tiles, const float* v_tiles) {
+  int i = 0;
+  for (; i + 8 <= nq; i += 8) attend_group<8, 1, DV>(qs + i, scale, k_tiles, v_tiles);
+  if (nq - i >= 4) {
+    attend_group<4, 2, DV>(qs + i, scale, k_tiles, v_tiles);
+    i += 4;
+  }
+  if (nq - i >= 2) {
+    attend_group<2, 4, DV>(qs + i, scale, k_tiles, v_tiles);
+    i += 2;
+  }
+  if (nq - i >= 1) attend_group<1, 8, DV>(qs + i, scale, k_tiles, v_tiles);
+}
+
+}  // namespace
+
+bool avx512_attention_handles(int D) {
+  return D == 16 || D == 32 || D == 64 || D == 128 || D == 256;
+}
+
+void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const float* k_tiles,
+                           const float* v_tiles) {
+  switch (D) {
+    case 16: return attend_all<1>(qs, nq, scale, k_tiles, v_tiles);
+    case 32: return attend_all<2>(qs, nq, scale, k_tiles, v_tiles);
+    case 64: return attend_all<4>(qs, nq, scale, k_tiles, v_tiles);
+    case 128: return attend_all<8>(qs, nq, scale, k_tiles, v_tiles);
+    case 256: return attend_all<16>(qs, nq, scale, k_tiles, v_tiles);
+    default: attend_queries_portable(qs, nq, D, scale, k_tiles, v_tiles);
+  }
+}
+
+}  // namespace pagedllm::cpu::attention

@@ -1,0 +1,51 @@
+// The reference order of attention_tile.h in plain C++: the generic path, and the one the
+// vector paths are tested against bit for bit.
+#include <limits>
+
+#include "kernels/cpu/attention_tile.h"
+
+namespace pagedllm::cpu::attention {
+
+namespace {
+
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_one_query(
+    QueryState& qs, int D, float scale, const float* k_tiles, const float* v_tiles) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const size_t tile = static_cast<size_t>(D) * kChunk;
+  for (int ch = 0; ch <= qs.pos / kChunk; ++ch) {
+    const float* kt = k_tiles + static_cast<size_t>(ch) * tile;
+    const float* vt = v_tiles + static_cast<size_t>(ch) * tile;
+    float s[kChunk] = {};
+    for (int d = 0; d < D; ++d) {
+      for (int o = 0; o < kChunk; ++o) s[o] = std::fma(qs.q[d], kt[d * kChunk + o], s[o]);
+    }
+    const int first = ch * kChunk;
+    float chunk_max = kNegInf;
+    for (int o = 0; o < kChunk; ++o) {
+      s[o] = first + o <= qs.pos ? s[o] * scale : kNegInf;
+      chunk_max = std::max(chunk_max, s[o]);
+    }
+    const float new_max = std::max(qs.running_max, chunk_max);
+    const float correction = exp_nonpositive(qs.running_max - new_max);
+    float p[kChunk], sum_terms[kChunk];
+    for (int o = 0; o < kChunk; ++o) {
+      p[o] = first + o <= qs.pos ? exp_nonpositive(s[o] - new_max) : 0.0f;
+      sum_terms[o] = p[o];
+    }
+    qs.running_sum = std::fma(qs.running_sum, correction, tree_sum16(sum_terms));
+    qs.running_max = new_max;
+    for (int d = 0; d < D; ++d) qs.acc[d] *= correction;
+    for (int o = 0; o < kChunk; ++o) {
+      for (int d = 0; d < D; ++d) qs.acc[d] = std::fma(p[o], vt[o * D + d], qs.acc[d]);
+    }
+  }
+}
+
+}  // namespace
+
+void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const float* k_tiles,
+                             const float* v_tiles) {
+  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, k_tiles, v_tiles);
+}
+
+}  // namespace pagedllm::cpu::attention
