@@ -25,8 +25,8 @@ inline __m512 exp_nonpositive(__m512 x) {
   const __m512 r = _mm512_add_ps(_mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
                                  _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
   __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  for (const float c : {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f,
-                        5.0000001201e-1f}) {
+  for (const float c :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f}) {
     p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
   }
   p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
@@ -108,8 +108,7 @@ void attend_strip(QueryState* qs, float scale, const float* k_tiles, const float
     for (int i = 0; i < NQ; ++i)
       correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
     const float* vt = v_tiles + static_cast<size_t>(ch0 + c) * kTile;
-    for (int i = 0; i < NQ; i += QB)
-      accumulate_values<QB, DV>(qs + i, p + i, correction + i, vt);
+    for (int i = 0; i < NQ; i += QB) accumulate_values<QB, DV>(qs + i, p + i, correction + i, vt);
   }
 }
 
@@ -150,12 +149,18 @@ bool avx512_attention_handles(int D) {
 void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const float* k_tiles,
                            const float* v_tiles) {
   switch (D) {
-    case 16: return attend_all<1>(qs, nq, scale, k_tiles, v_tiles);
-    case 32: return attend_all<2>(qs, nq, scale, k_tiles, v_tiles);
-    case 64: return attend_all<4>(qs, nq, scale, k_tiles, v_tiles);
-    case 128: return attend_all<8>(qs, nq, scale, k_tiles, v_tiles);
-    case 256: return attend_all<16>(qs, nq, scale, k_tiles, v_tiles);
-    default: attend_queries_portable(qs, nq, D, scale, k_tiles, v_tiles);
+    case 16:
+      return attend_all<1>(qs, nq, scale, k_tiles, v_tiles);
+    case 32:
+      return attend_all<2>(qs, nq, scale, k_tiles, v_tiles);
+    case 64:
+      return attend_all<4>(qs, nq, scale, k_tiles, v_tiles);
+    case 128:
+      return attend_all<8>(qs, nq, scale, k_tiles, v_tiles);
+    case 256:
+      return attend_all<16>(qs, nq, scale, k_tiles, v_tiles);
+    default:
+      attend_queries_portable(qs, nq, D, scale, k_tiles, v_tiles);
   }
 }
 

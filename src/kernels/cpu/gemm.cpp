@@ -23,11 +23,13 @@ void float_tile_generic(const TileArgs& a) {
         if (n >= a.n_end) break;
         float total = 0.0f;
         for (int k0 = 0; k0 < a.K; k0 += kKBlock) {
-          float partial = 0.0f;
+          float even = 0.0f, odd = 0.0f;
           const int k1 = std::min(a.K, k0 + kKBlock);
-          for (int k = k0; k < k1; ++k)
+          for (int k = k0; k < k1; ++k) {
+            float& partial = (k - k0) % 2 == 0 ? even : odd;
             partial = std::fma(xr[k], weight_at(*a.w, a.p + pp, k, j), partial);
-          total += partial;
+          }
+          total += even + odd;
         }
         a.y[static_cast<size_t>(m) * a.ldy + n] = total + (a.bias ? a.bias[n] : 0.0f);
       }

@@ -1,8 +1,10 @@
 // GEMM against packed weights: y[M, N] = x[M, K] . W^T (+ bias), f32 activations, with runtime
 // ISA dispatch (cpu_features.h).
 //
-// Float weights (f32, f16, bf16). Every output sums its K products with FMA, sequentially in k,
-// in blocks of kKBlock whose partial sums are added in order.
+// Float weights (f32, f16, bf16). Every output sums its K products with FMA in blocks of kKBlock
+// whose partial sums are added in order; within a block, two chains (the block's even and odd k,
+// each sequential in k) are added at its end, which doubles the independent FMA chains a tile
+// has for few rows.
 //
 // Block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). As llama.cpp does, each activation
 // row is quantized per 32 (quantized_activations.h) and each weight sub-block contributes

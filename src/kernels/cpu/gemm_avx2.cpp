@@ -1,6 +1,6 @@
 // AVX2 + FMA GEMM tile (compiled with -mavx2 -mfma; called only when the CPU has them). Same
 // order as gemm_tile_generic. A panel of 16 outputs is two 8-lane vectors; up to 2 rows at a
-// time keep the partial sums in the 16 ymm registers.
+// time (one row for two panels) keep both chains' partial sums in the 16 ymm registers.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -30,22 +30,30 @@ void rows(const TileArgs& a, int m_offset) {
   alignas(32) float total[MR][V * 8] = {};
   for (int k0 = 0; k0 < a.K; k0 += kKBlock) {
     const int k1 = std::min(a.K, k0 + kKBlock);
-    __m256 part[MR][V];
-    for (int m = 0; m < MR; ++m) {
-      for (int v = 0; v < V; ++v) part[m][v] = _mm256_setzero_ps();
+    __m256 part[2][MR][V];  // the block's even and odd k
+    for (int e = 0; e < 2; ++e) {
+      for (int m = 0; m < MR; ++m) {
+        for (int v = 0; v < V; ++v) part[e][m][v] = _mm256_setzero_ps();
+      }
     }
-    for (int k = k0; k < k1; ++k) {
+    const auto step = [&](int k, __m256(&chain)[MR][V]) [[gnu::always_inline]] {
       __m256 w[V];
       for (int v = 0; v < V; ++v) w[v] = load_half<kS>(*a.w, a.p + v / kHalves, k, v % kHalves);
       for (int m = 0; m < MR; ++m) {
         const __m256 xb = _mm256_set1_ps(a.x[static_cast<size_t>(m_offset + m) * a.ldx + k]);
-        for (int v = 0; v < V; ++v) part[m][v] = _mm256_fmadd_ps(xb, w[v], part[m][v]);
+        for (int v = 0; v < V; ++v) chain[m][v] = _mm256_fmadd_ps(xb, w[v], chain[m][v]);
       }
+    };
+    int k = k0;
+    for (; k + 1 < k1; k += 2) {
+      step(k, part[0]);
+      step(k + 1, part[1]);
     }
+    if (k < k1) step(k, part[0]);
     for (int m = 0; m < MR; ++m) {
       for (int v = 0; v < V; ++v) {
-        _mm256_store_ps(&total[m][v * 8],
-                        _mm256_add_ps(_mm256_load_ps(&total[m][v * 8]), part[m][v]));
+        const __m256 block = _mm256_add_ps(part[0][m][v], part[1][m][v]);
+        _mm256_store_ps(&total[m][v * 8], _mm256_add_ps(_mm256_load_ps(&total[m][v * 8]), block));
       }
     }
   }
@@ -64,7 +72,9 @@ void dispatch(const TileArgs& a) {
   for (int m = 0; m < a.mr; m += 2) {
     const bool pair = m + 1 < a.mr;
     if (a.np == 2) {
-      pair ? rows<2, 2, kS>(a, m) : rows<1, 2, kS>(a, m);
+      // Two rows of two panels would need 16 accumulators: more than the 16 ymm registers.
+      rows<1, 2, kS>(a, m);
+      if (pair) rows<1, 2, kS>(a, m + 1);
     } else {
       pair ? rows<2, 1, kS>(a, m) : rows<1, 1, kS>(a, m);
     }
