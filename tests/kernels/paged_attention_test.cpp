@@ -159,8 +159,9 @@ struct MixedBatch {
   PagedKVCache cache;
   int heads;
 
-  MixedBatch(int D, int kv_heads, int group, DType dtype, std::mt19937& rng)
-      : cache(KVCacheSpec{1, 3 * kBlocksPerReq + 1, kBlock, kv_heads, D, dtype}),
+  MixedBatch(int D, int kv_heads, int group, DType dtype, std::mt19937& rng,
+             KVLayout layout = KVLayout::kCpu)
+      : cache(KVCacheSpec{1, 3 * kBlocksPerReq + 1, kBlock, kv_heads, D, dtype, layout}),
         heads(kv_heads * group) {
     std::normal_distribution<float> n(0.0f, 1.0f);
     const std::vector<std::pair<int, int>> spans = {{0, 27}, {40, 61}, {130, 131}};
@@ -205,7 +206,9 @@ TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
   for (DType dtype : {DType::kF32, DType::kBF16}) {
     for (int D : {8, 16, 24, 32, 64, 128}) {
       for (int group : {1, 3, 4}) {
-        MixedBatch mb(D, 2, group, dtype, rng);
+        // Chunks read in place from the CPU layout's blocks, or copied from the vLLM layout.
+        const KVLayout layout = group == 3 ? KVLayout::kVllmV1 : KVLayout::kCpu;
+        MixedBatch mb(D, 2, group, dtype, rng, layout);
         cpu::set_isa(cpu::Isa::kGeneric);
         const std::vector<float> ref = mb.attend();
         for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Vnni}) {

@@ -8,16 +8,16 @@ namespace pagedllm::cpu::attention {
 
 namespace {
 
+template <typename T>
 __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_one_query(
-    QueryState& qs, int D, float scale, const float* k_tiles, const float* v_tiles) {
+    QueryState& qs, int D, float scale, const Chunks<T>& ctx) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  const size_t tile = static_cast<size_t>(D) * kChunk;
   for (int ch = 0; ch <= qs.pos / kChunk; ++ch) {
-    const float* kt = k_tiles + static_cast<size_t>(ch) * tile;
-    const float* vt = v_tiles + static_cast<size_t>(ch) * tile;
+    const T* kt = ctx.k[ch];
+    const T* vt = ctx.v[ch];
     float s[kChunk] = {};
     for (int d = 0; d < D; ++d) {
-      for (int o = 0; o < kChunk; ++o) s[o] = std::fma(qs.q[d], kt[d * kChunk + o], s[o]);
+      for (int o = 0; o < kChunk; ++o) s[o] = std::fma(qs.q[d], widen(kt[d * ctx.ldk + o]), s[o]);
     }
     const int first = ch * kChunk;
     float chunk_max = kNegInf;
@@ -36,16 +36,19 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_one_quer
     qs.running_max = new_max;
     for (int d = 0; d < D; ++d) qs.acc[d] *= correction;
     for (int o = 0; o < kChunk; ++o) {
-      for (int d = 0; d < D; ++d) qs.acc[d] = std::fma(p[o], vt[o * D + d], qs.acc[d]);
+      for (int d = 0; d < D; ++d) qs.acc[d] = std::fma(p[o], widen(vt[o * D + d]), qs.acc[d]);
     }
   }
 }
 
 }  // namespace
 
-void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const float* k_tiles,
-                             const float* v_tiles) {
-  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, k_tiles, v_tiles);
+template <typename T>
+void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx) {
+  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
 }
+
+template void attend_queries_portable(QueryState*, int, int, float, const Chunks<float>&);
+template void attend_queries_portable(QueryState*, int, int, float, const Chunks<uint16_t>&);
 
 }  // namespace pagedllm::cpu::attention

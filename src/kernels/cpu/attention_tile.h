@@ -1,5 +1,5 @@
 // The arithmetic of paged attention, shared by its ISA paths: queries against a context that
-// paged_attention.cpp has gathered into dense tiles. Call only with tiles laid out as below.
+// paged_attention.cpp has located chunk by chunk. Call only with tiles laid out as below.
 #pragma once
 
 #include <algorithm>
@@ -9,13 +9,18 @@
 
 namespace pagedllm::cpu::attention {
 
-// Context positions per chunk. Chunk c covers positions 16c..16c+15: its K tile is [D][16]
-// (one vector of 16 positions per d) and its V tile [16][D]; tiles of consecutive chunks follow
-// each other, K tiles in one array and V tiles in another.
+// Context positions per chunk. Chunk c covers positions 16c..16c+15. Its K tile holds K[d][o]
+// (16 positions of one d side by side) and its V tile V[o][d]; a tile is either in the cache
+// itself (a block of the CPU layout holds whole chunks) or a dense copy.
 constexpr int kChunk = 16;
-// The tiles are padded with zero chunks to a multiple of this, so a kernel may run a group of
-// queries over whole strips of chunks.
-constexpr int kChunkPad = 8;
+
+// Where each chunk's tiles are, for T = float or uint16_t (bf16) elements.
+template <typename T>
+struct Chunks {
+  const T* const* k;  // [chunks]: K[d][o] at k[c][d * ldk + o]
+  const T* const* v;  // [chunks]: V[o][d] at v[c][o * D + d]
+  int ldk;
+};
 
 // One query head of one token against its context 0..pos, with its online-softmax state.
 struct QueryState {
@@ -65,14 +70,28 @@ static inline float tree_sum16(float* v) {
   return v[0];
 }
 
-// Runs each of the nq queries over chunks 0..pos/16 of the tiles, one query at a time.
-void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const float* k_tiles,
-                             const float* v_tiles);
+// Internal linkage as above. bf16 is the top half of an f32.
+static inline float widen(float x) {
+  return x;
+}
+static inline float widen(uint16_t x) {
+  uint32_t bits = uint32_t{x} << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Every chunk that a call's queries reach (0..max pos / 16) must exist and hold finite values:
+// chunks a query does not see are run as the no-ops above by the grouped kernels.
+
+// Runs each of the nq queries over its chunks 0..pos/16, one query at a time.
+template <typename T>
+void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx);
 
 // The AVX-512 path: groups of up to 8 queries share each K and V load. Call only when the CPU
 // has AVX-512F and avx512_attention_handles(D).
 bool avx512_attention_handles(int D);
-void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const float* k_tiles,
-                           const float* v_tiles);
+template <typename T>
+void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx);
 
 }  // namespace pagedllm::cpu::attention

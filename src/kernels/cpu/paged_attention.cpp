@@ -52,94 +52,141 @@ void reshape_and_cache_impl(const float* key, const float* value,
   }
 }
 
+using attention::Chunks;
 using attention::kChunk;
 using attention::QueryState;
 
-// K of 16 consecutive context positions as a [D][16] tile and V as a [16][D] tile, read from
-// the cache whatever its layout or block size, so the arithmetic never depends on either.
+// Where a request's context chunks are for one kv head. A chunk that lies whole in one block of
+// the CPU layout is read in place (K[d][o] rows of stride block_size); any other chunk (the
+// vLLM layout, block sizes that are not a multiple of 16, the context's last, partial chunk) is
+// copied into a dense tile of the same strides, zero past the context.
 template <typename T>
-void gather_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int j0, int count,
-                  float* kt, float* vt) {
-  const auto& s = c.spec;
-  const T* kc = static_cast<const T*>(c.key);
-  const T* vc = static_cast<const T*>(c.value);
-  const int D = s.head_size, bs = s.block_size;
-  if (count == kChunk && bs % kChunk == 0 && s.layout == KVLayout::kCpu) {
-    // The whole chunk lies in one block: contiguous runs only.
-    const int64_t block = blocks[j0 / bs];
-    const int o0 = j0 % bs;
-    const T* kslab = kc + c.key_index(block, kv_head, 0, o0);
-    for (int d = 0; d < D; ++d) {
-      const T* ks = kslab + static_cast<size_t>(d) * bs;
-      for (int o = 0; o < kChunk; ++o) kt[d * kChunk + o] = load(ks + o);
+class ChunkLocator {
+ public:
+  Chunks<T> locate(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int last_pos) {
+    const auto& s = c.spec;
+    const bool in_place = s.layout == KVLayout::kCpu && s.block_size % kChunk == 0;
+    const int ldk = in_place ? s.block_size : kChunk;
+    const int num_chunks = last_pos / kChunk + 1;
+    const size_t k_size = static_cast<size_t>(s.head_size) * ldk;
+    const size_t tile = k_size + static_cast<size_t>(kChunk) * s.head_size;
+    copies_.resize(tile * static_cast<size_t>(in_place ? 1 : num_chunks));
+    k_.resize(static_cast<size_t>(num_chunks));
+    v_.resize(static_cast<size_t>(num_chunks));
+    const T* kc = static_cast<const T*>(c.key);
+    const T* vc = static_cast<const T*>(c.value);
+    T* copy = copies_.data();
+    for (int ch = 0; ch < num_chunks; ++ch) {
+      const int j0 = ch * kChunk;
+      const int count = std::min(kChunk, last_pos + 1 - j0);
+      if (in_place && count == kChunk) {
+        const int64_t block = blocks[j0 / s.block_size];
+        k_[static_cast<size_t>(ch)] = kc + c.key_index(block, kv_head, 0, j0 % s.block_size);
+        v_[static_cast<size_t>(ch)] = vc + c.value_index(block, kv_head, 0, j0 % s.block_size);
+        continue;
+      }
+      copy_chunk(c, blocks, kv_head, j0, count, ldk, copy, copy + k_size);
+      k_[static_cast<size_t>(ch)] = copy;
+      v_[static_cast<size_t>(ch)] = copy + k_size;
+      copy += tile;
     }
-    const T* vslab = vc + c.value_index(block, kv_head, 0, o0);
-    for (int i = 0; i < kChunk * D; ++i) vt[i] = load(vslab + i);
-    return;
+    return Chunks<T>{k_.data(), v_.data(), ldk};
   }
-  for (int o = 0; o < kChunk; ++o) {
-    if (o >= count) {
-      for (int d = 0; d < D; ++d) kt[d * kChunk + o] = vt[o * D + d] = 0.0f;
-      continue;
-    }
-    const int64_t block = blocks[(j0 + o) / bs];
-    const int offset = (j0 + o) % bs;
-    for (int d = 0; d < D; ++d) {
-      kt[d * kChunk + o] = load(kc + c.key_index(block, kv_head, d, offset));
-      vt[o * D + d] = load(vc + c.value_index(block, kv_head, d, offset));
+
+ private:
+  static void copy_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int j0,
+                         int count, int ldk, T* kt, T* vt) {
+    const T* kc = static_cast<const T*>(c.key);
+    const T* vc = static_cast<const T*>(c.value);
+    const int D = c.spec.head_size, bs = c.spec.block_size;
+    for (int o = 0; o < kChunk; ++o) {
+      if (o >= count) {
+        for (int d = 0; d < D; ++d) kt[d * ldk + o] = vt[o * D + d] = T{0};
+        continue;
+      }
+      const int64_t block = blocks[(j0 + o) / bs];
+      const int offset = (j0 + o) % bs;
+      for (int d = 0; d < D; ++d) {
+        kt[d * ldk + o] = kc[c.key_index(block, kv_head, d, offset)];
+        vt[o * D + d] = vc[c.value_index(block, kv_head, d, offset)];
+      }
     }
   }
-}
 
-using AttendFn = void (*)(QueryState*, int, int, float, const float*, const float*);
+  std::vector<const T*> k_, v_;
+  std::vector<T> copies_;
+};
 
-AttendFn attention_kernel(int head_size) {
+template <typename T>
+using AttendFn = void (*)(QueryState*, int, int, float, const Chunks<T>&);
+
+template <typename T>
+AttendFn<T> attention_kernel(int head_size) {
   if (active_isa() >= Isa::kAvx512 && attention::avx512_attention_handles(head_size))
-    return attention::attend_queries_avx512;
-  return attention::attend_queries_portable;
+    return attention::attend_queries_avx512<T>;
+  return attention::attend_queries_portable<T>;
 }
 
-// All query tokens of one request for the query heads of one kv head: the context is gathered
-// into tiles once (padded with zero chunks to whole strips) and shared by every token and head
-// of the group.
+// Per-thread buffers, reused by every (request, kv head) the thread takes.
 template <typename T>
-void attend_group(AttendFn attend, const float* q, int num_heads, int kv_head, int group, int begin,
-                  int end, std::span<const int32_t> positions, const int32_t* blocks,
-                  const KVCacheLayer& cache, float scale, float* out, std::vector<float>& tiles,
-                  std::vector<float>& acc, std::vector<QueryState>& qs) {
+struct Workspace {
+  ChunkLocator<T> chunks;
+  std::vector<float> acc;
+  std::vector<QueryState> qs;
+};
+
+// All query tokens of one request for the query heads of one kv head: the context's chunks are
+// located once and shared by every token and head of the group.
+template <typename T>
+void attend_group(AttendFn<T> attend, const float* q, int num_heads, int kv_head, int group,
+                  int begin, int end, std::span<const int32_t> positions, const int32_t* blocks,
+                  const KVCacheLayer& cache, float scale, float* out, Workspace<T>& ws) {
   const int D = cache.spec.head_size;
   int max_pos = 0;
   for (int t = begin; t < end; ++t) max_pos = std::max(max_pos, positions[static_cast<size_t>(t)]);
-  const int num_chunks = max_pos / kChunk + 1;
-  const int padded =
-      (num_chunks + attention::kChunkPad - 1) / attention::kChunkPad * attention::kChunkPad;
-  const size_t tile = static_cast<size_t>(D) * kChunk;
-  tiles.resize(2 * static_cast<size_t>(padded) * tile);
-  float* kts = tiles.data();
-  float* vts = kts + static_cast<size_t>(padded) * tile;
-  for (int ch = 0; ch < padded; ++ch) {
-    const int j0 = ch * kChunk;
-    gather_chunk<T>(cache, blocks, kv_head, j0, std::min(kChunk, max_pos + 1 - j0), kts + ch * tile,
-                    vts + ch * tile);
-  }
+  const Chunks<T> ctx = ws.chunks.locate(cache, blocks, kv_head, max_pos);
   const int num_queries = (end - begin) * group;
-  acc.assign(static_cast<size_t>(num_queries) * D, 0.0f);
-  qs.clear();
+  ws.acc.assign(static_cast<size_t>(num_queries) * D, 0.0f);
+  ws.qs.clear();
   for (int t = begin; t < end; ++t) {
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
       const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
-      qs.push_back({q + offset, positions[static_cast<size_t>(t)],
-                    -std::numeric_limits<float>::infinity(), 0.0f,
-                    acc.data() + qs.size() * static_cast<size_t>(D)});
+      ws.qs.push_back({q + offset, positions[static_cast<size_t>(t)],
+                       -std::numeric_limits<float>::infinity(), 0.0f,
+                       ws.acc.data() + ws.qs.size() * static_cast<size_t>(D)});
     }
   }
-  attend(qs.data(), num_queries, D, scale, kts, vts);
+  attend(ws.qs.data(), num_queries, D, scale, ctx);
   size_t k = 0;
   for (int t = begin; t < end; ++t) {
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h, ++k) {
       const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
-      const float inv = 1.0f / qs[k].running_sum;
-      for (int d = 0; d < D; ++d) out[offset + static_cast<size_t>(d)] = qs[k].acc[d] * inv;
+      const float inv = 1.0f / ws.qs[k].running_sum;
+      for (int d = 0; d < D; ++d) out[offset + static_cast<size_t>(d)] = ws.qs[k].acc[d] * inv;
+    }
+  }
+}
+
+template <typename T>
+void paged_attention_impl(const float* q, int num_heads, const AttentionBatch& batch,
+                          const KVCacheLayer& cache, float* out) {
+  const auto& s = cache.spec;
+  const int group = num_heads / s.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
+  const AttendFn<T> kernel = attention_kernel<T>(s.head_size);
+#pragma omp parallel
+  {
+    Workspace<T> ws;
+#pragma omp for schedule(dynamic, 1) collapse(2)
+    for (int r = 0; r < batch.num_reqs; ++r) {
+      for (int g = 0; g < s.num_kv_heads; ++g) {
+        const int32_t* blocks =
+            batch.block_table.data() + static_cast<size_t>(r) * batch.max_blocks_per_req;
+        attend_group<T>(kernel, q, num_heads, g, group,
+                        batch.query_start_loc[static_cast<size_t>(r)],
+                        batch.query_start_loc[static_cast<size_t>(r) + 1], batch.positions, blocks,
+                        cache, scale, out, ws);
+      }
     }
   }
 }
@@ -157,26 +204,10 @@ void reshape_and_cache(const float* key, const float* value, std::span<const int
 
 void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
                      const KVCacheLayer& cache, float* out) {
-  const auto attend =
-      cache.spec.dtype == DType::kBF16 ? attend_group<uint16_t> : attend_group<float>;
-  const auto& s = cache.spec;
-  const int group = num_heads / s.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
-  const AttendFn kernel = attention_kernel(s.head_size);
-#pragma omp parallel
-  {
-    std::vector<float> tiles, acc;  // reused by every (request, kv head) of this thread
-    std::vector<QueryState> qs;
-#pragma omp for schedule(dynamic, 1) collapse(2)
-    for (int r = 0; r < batch.num_reqs; ++r) {
-      for (int g = 0; g < s.num_kv_heads; ++g) {
-        const int32_t* blocks =
-            batch.block_table.data() + static_cast<size_t>(r) * batch.max_blocks_per_req;
-        attend(kernel, q, num_heads, g, group, batch.query_start_loc[static_cast<size_t>(r)],
-               batch.query_start_loc[static_cast<size_t>(r) + 1], batch.positions, blocks, cache,
-               scale, out, tiles, acc, qs);
-      }
-    }
+  if (cache.spec.dtype == DType::kBF16) {
+    paged_attention_impl<uint16_t>(q, num_heads, batch, cache, out);
+  } else {
+    paged_attention_impl<float>(q, num_heads, batch, cache, out);
   }
 }
 
