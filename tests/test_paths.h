@@ -2,7 +2,10 @@
 // or $PAGEDLLM_SHARED_DIR).
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 namespace pagedllm::test {
@@ -14,6 +17,25 @@ inline std::string shared_dir() {
 
 inline std::string model_path(const std::string& relative) {
   return shared_dir() + "/models/" + relative;
+}
+
+// NAME in this test process's own scratch directory, removed when the process exits. ctest runs
+// tests as concurrent processes, and with one shared /tmp a test read another's prompts file.
+inline std::string temp_path(const std::string& name) {
+  struct ScratchDir {
+    std::filesystem::path path;
+    ScratchDir()
+        : path(std::filesystem::temp_directory_path() /
+               ("pagedllm-test-" + std::to_string(getpid()))) {
+      std::filesystem::create_directories(path);
+    }
+    ~ScratchDir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const ScratchDir dir;
+  return (dir.path / name).string();
 }
 
 }  // namespace pagedllm::test

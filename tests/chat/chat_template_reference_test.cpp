@@ -57,7 +57,7 @@ TEST(ChatTemplateReference, ToolsAndToolCallsRenderAsPythonJinja2ForEveryTemplat
   }
   std::sort(paths.begin(), paths.end());
   const json all_cases = cases();
-  const std::string cases_path = ::testing::TempDir() + "chat-cases.json";
+  const std::string cases_path = test::temp_path("chat-cases.json");
   std::ofstream(cases_path) << all_cases.dump();
   std::string command = "/usr/bin/python3 " + std::string(PAGEDLLM_SOURCE_DIR) +
                         "/tests/chat/render_reference.py " + cases_path;

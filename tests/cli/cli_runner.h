@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_paths.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 #include <array>
@@ -21,8 +23,8 @@ struct CliResult {
 inline CliResult run_cli(const std::string& args, const std::string& env = "") {
   // One file per process and call: ctest -j runs CLI tests side by side.
   static int calls = 0;
-  const std::string err_path = testing::TempDir() + "/pagedllm_cli_stderr." +
-                               std::to_string(getpid()) + "." + std::to_string(calls++) + ".txt";
+  const std::string err_path = temp_path("pagedllm_cli_stderr.") + std::to_string(getpid()) + "." +
+                               std::to_string(calls++) + ".txt";
   const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(PAGEDLLM_BINARY) +
                           " " + args + " 2>" + err_path;
   CliResult r;
@@ -39,7 +41,7 @@ inline CliResult run_cli(const std::string& args, const std::string& env = "") {
 }
 
 inline std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = testing::TempDir() + "/" + name;
+  const std::string path = temp_path(name);
   std::ofstream(path) << text;
   return path;
 }

@@ -19,7 +19,7 @@ using test::run_cli;
 TEST(MakeModelCli, WritesLoadableFilesWithLlamaCppNames) {
   for (const char* dtype : {"f32", "bf16", "q8_0", "q4_0"}) {
     SCOPED_TRACE(dtype);
-    const std::string path = testing::TempDir() + "/tiny-" + dtype + ".gguf";
+    const std::string path = test::temp_path(std::string("tiny-") + dtype + ".gguf");
     const auto r =
         run_cli(std::string("make-model --preset tiny --dtype ") + dtype + " --out " + path);
     ASSERT_EQ(r.code, 0) << r.err;
@@ -37,7 +37,7 @@ TEST(MakeModelCli, WritesLoadableFilesWithLlamaCppNames) {
     ASSERT_EQ(gen.code, 0) << gen.err;
     EXPECT_EQ(json::parse(gen.out)["token_ids"].size(), 4u);
   }
-  const std::string hf = testing::TempDir() + "/tiny-hf";
+  const std::string hf = test::temp_path("tiny-hf");
   ASSERT_EQ(run_cli("make-model --preset tiny --dtype bf16 --format safetensors --out " + hf).code,
             0);
   EXPECT_EQ(load_model(hf).layers[0].wq.dtype, DType::kBF16);
@@ -47,7 +47,7 @@ TEST(MakeModelCli, WritesLoadableFilesWithLlamaCppNames) {
 }
 
 TEST(MakeModelCli, WritesKQuantMixesAsLlamaCppDoes) {
-  const std::string path = testing::TempDir() + "/tiny-kquant-q4_k_m.gguf";
+  const std::string path = test::temp_path("tiny-kquant-q4_k_m.gguf");
   const auto r = run_cli("make-model --preset tiny-kquant --dtype q4_k_m --out " + path);
   ASSERT_EQ(r.code, 0) << r.err;
   const GGUFFile g(path);
@@ -65,8 +65,7 @@ TEST(MakeModelCli, WritesKQuantMixesAsLlamaCppDoes) {
 }
 
 TEST(MakeModelCli, RandomWeightsAreReproducibleFromTheSeed) {
-  const std::string a = testing::TempDir() + "/seed-a.gguf",
-                    b = testing::TempDir() + "/seed-b.gguf";
+  const std::string a = test::temp_path("seed-a.gguf"), b = test::temp_path("seed-b.gguf");
   ASSERT_EQ(run_cli("make-model --preset tiny --seed 3 --out " + a).code, 0);
   ASSERT_EQ(run_cli("make-model --preset tiny --seed 3 --out " + b).code, 0);
   const GGUFFile fa(a), fb(b);
@@ -77,7 +76,7 @@ TEST(MakeModelCli, RandomWeightsAreReproducibleFromTheSeed) {
 }
 
 TEST(BenchCli, LatencyAndThroughputReportJson) {
-  const std::string path = testing::TempDir() + "/bench-tiny.gguf";
+  const std::string path = test::temp_path("bench-tiny.gguf");
   ASSERT_EQ(run_cli("make-model --preset tiny --out " + path).code, 0);
   auto r = run_cli("bench latency --model " + path + " -p 32 -n 8 -r 2 --json --bandwidth");
   ASSERT_EQ(r.code, 0) << r.err;

@@ -1,4 +1,5 @@
 #include "loader/hf_cache.h"
+#include "test_paths.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 
 TEST(HfCache, ResolvesARepoIdToItsSnapshotFromRefsMain) {
-  const fs::path home = fs::path(testing::TempDir()) / "hf-home";
+  const fs::path home = fs::path(test::temp_path("hf-home"));
   const fs::path repo = home / "hub" / "models--acme--tiny-llama";
   fs::create_directories(repo / "snapshots" / "abc123");
   fs::create_directories(repo / "snapshots" / "old999");

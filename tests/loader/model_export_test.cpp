@@ -47,7 +47,7 @@ ExportSpec spec_of(const ModelWeights& w, DType dtype) {
 
 TEST(ModelExport, HuggingFaceLayoutWithRotateHalfRopeGivesTheSameGreedyTokens) {
   const ModelWeights w = load_model(test::model_path("stories260K/stories260K.bin"));
-  const std::string dir = testing::TempDir() + "/stories260K-hf";
+  const std::string dir = test::temp_path("stories260K-hf");
   export_hf_directory(spec_of(w, DType::kF32), source_of(w), dir);
   const ModelWeights hf = load_model(dir);
   EXPECT_EQ(hf.rope_style, RopeStyle::kNeox);
@@ -61,7 +61,7 @@ TEST(ModelExport, HuggingFaceLayoutWithRotateHalfRopeGivesTheSameGreedyTokens) {
 
 TEST(ModelExport, GgufReExportRoundTripsExactlyInF32) {
   const ModelWeights w = load_model(test::model_path("stories260K/stories260K.gguf"));
-  const std::string path = testing::TempDir() + "/stories260K-copy.gguf";
+  const std::string path = test::temp_path("stories260K-copy.gguf");
   export_gguf(spec_of(w, DType::kF32), source_of(w), path);
   EXPECT_EQ(greedy(path, test::model_path("stories260K/tok512.bin"), 200), expected_ids());
 }
@@ -70,7 +70,8 @@ TEST(ModelExport, LowerPrecisionFilesLoadAndStayCloseToF32) {
   const ModelWeights w = load_model(test::model_path("stories260K/stories260K.gguf"));
   for (DType dtype : {DType::kF16, DType::kBF16, DType::kQ8_0}) {
     SCOPED_TRACE(to_string(dtype));
-    const std::string path = testing::TempDir() + "/stories260K-" + to_string(dtype) + ".gguf";
+    const std::string path =
+        test::temp_path(std::string("stories260K-") + to_string(dtype) + ".gguf");
     export_gguf(spec_of(w, dtype), source_of(w), path);
     const ModelWeights q = load_model(path);
     EXPECT_EQ(q.layers[0].wq.dtype, dtype);
@@ -79,13 +80,13 @@ TEST(ModelExport, LowerPrecisionFilesLoadAndStayCloseToF32) {
     // Greedy decoding may drift late, but the first tokens of a 260K model survive 8-bit weights.
     EXPECT_EQ(Ids(ids.begin(), ids.begin() + 5), Ids(ref.begin(), ref.begin() + 5));
   }
-  const std::string hf_bf16 = testing::TempDir() + "/stories260K-hf-bf16";
+  const std::string hf_bf16 = test::temp_path("stories260K-hf-bf16");
   export_hf_directory(spec_of(w, DType::kBF16), source_of(w), hf_bf16);
   EXPECT_EQ(load_model(hf_bf16).layers[0].w_up.dtype, DType::kBF16);
 }
 
 TEST(ModelExport, BadHuggingFaceDirectoriesGiveClearErrors) {
-  const std::string dir = testing::TempDir() + "/bad-hf";
+  const std::string dir = test::temp_path("bad-hf");
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/config.json") << R"({"architectures": ["GPT2LMHeadModel"]})";
   try {

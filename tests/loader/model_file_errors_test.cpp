@@ -23,7 +23,7 @@ std::vector<char> read_bytes(const std::string& path) {
 }
 
 std::string write_bytes(const std::string& name, const std::vector<char>& bytes) {
-  const std::string path = testing::TempDir() + "/" + name;
+  const std::string path = test::temp_path(name);
   std::ofstream(path, std::ios::binary)
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   return path;

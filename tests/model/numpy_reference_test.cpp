@@ -15,6 +15,7 @@
 #include "model/llama_model.h"
 #include "model/presets.h"
 #include "sampling/sampler.h"
+#include "test_paths.h"
 
 namespace pagedllm {
 namespace {
@@ -101,8 +102,7 @@ TEST_P(NumpyReference, LastPositionLogitsMatch) {
   if (c.k_quant_mix) spec.sensitive_dtype = DType::kQ6_K;
   spec.source_rope = RopeStyle::kInterleaved;
   spec.vocab = synthetic_vocab(spec.config.vocab_size);
-  const std::string path =
-      testing::TempDir() + "/ref-" + name_of(GetParam()) + (c.gguf ? ".gguf" : "");
+  const std::string path = test::temp_path("ref-" + name_of(GetParam()) + (c.gguf ? ".gguf" : ""));
   if (c.gguf) {
     export_gguf(spec, perturbed(spec.config), path);
   } else {

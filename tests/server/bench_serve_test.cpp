@@ -1,6 +1,7 @@
 // `pagedllm bench serve` against a live server: counts, token totals and latency figures.
 #include "cli/cli_runner.h"
 #include "server/server_process.h"
+#include "test_paths.h"
 
 namespace pagedllm::test {
 namespace {
@@ -12,7 +13,7 @@ ojson read_json(const std::string& path) {
 
 TEST(BenchServe, RandomWorkloadCompletesWithExactTokenCountsAndLatencyFigures) {
   ServerProcess s("--model " + stories_gguf() + " --threads 1");
-  const std::string result = testing::TempDir() + "/bench_serve_result.json";
+  const std::string result = test::temp_path("bench_serve_result.json");
   const CliResult r =
       run_cli("bench serve --base-url http://127.0.0.1:" + std::to_string(s.port()) +
               " --num-prompts 60 --random-input-len 48 --random-output-len 32 "
@@ -46,7 +47,7 @@ TEST(BenchServe, ChatPromptsFromAFileAndAnUnreachableServerFailClearly) {
   const std::string data = write_temp("bench_serve.jsonl",
                                       "{\"prompt\": \"Tell me a story\", \"output_len\": 12}\n"
                                       "{\"prompt\": \"A cat\", \"max_tokens\": 7}\n");
-  const std::string result = testing::TempDir() + "/bench_serve_chat.json";
+  const std::string result = test::temp_path("bench_serve_chat.json");
   const CliResult r =
       run_cli("bench serve --base-url http://127.0.0.1:" + std::to_string(s.port()) +
               " --endpoint /v1/chat/completions --dataset-path " + data +

@@ -35,8 +35,8 @@ class ServerProcess {
   // Starts `pagedllm serve --port 0 ARGS` and waits for the line that names its URL.
   explicit ServerProcess(const std::string& args) {
     static int count = 0;
-    stderr_path_ = testing::TempDir() + "/pagedllm_serve." + std::to_string(getpid()) + "." +
-                   std::to_string(count++) + ".log";
+    stderr_path_ = temp_path("pagedllm_serve." + std::to_string(getpid()) + "." +
+                             std::to_string(count++) + ".log");
     int fds[2];
     if (pipe(fds) != 0) throw std::runtime_error("pipe");
     const std::string cmd = std::string("exec ") + PAGEDLLM_BINARY +

@@ -45,7 +45,7 @@ TEST_P(HfReference, CorpusIdsAndDecodesMatchTransformersJs) {
   const auto tok = load_hf_tokenizer(model_dir(which));
   const std::vector<std::string> corpus = test::tokenizer_corpus(1600, 600);
   ASSERT_GE(corpus.size(), 2000u);
-  const std::string input = ::testing::TempDir() + "corpus-" + which + ".jsonl";
+  const std::string input = test::temp_path("corpus-" + which + ".jsonl");
   test::write_jsonl(input, corpus);
   std::istringstream reference(
       test::run_command("node " + node_dir() + "/reference_tokenizer.js " + which + " " + input));

@@ -19,7 +19,7 @@ TEST(SentencePieceReference, Llama2TokenizerBinMatchesSentencePieceOnTheCorpus) 
   const SentencePieceBpeTokenizer tok(read_llama2c_tokenizer(dir + "/tokenizer.bin", 32000));
   const std::vector<std::string> corpus = test::tokenizer_corpus(1600, 600);
   ASSERT_GE(corpus.size(), 2000u);
-  const std::string input = ::testing::TempDir() + "corpus-spm.jsonl";
+  const std::string input = test::temp_path("corpus-spm.jsonl");
   test::write_jsonl(input, corpus);
   std::istringstream reference(test::run_command(
       "/usr/bin/python3 " + std::string(PAGEDLLM_SOURCE_DIR) +
