@@ -17,7 +17,7 @@ done
 gnuplot <<GP
 set terminal pngcairo size 800,480
 set output "$out"
-set title "pagedllm bench throughput, $(basename "$model"), $threads threads (128 in + 128 out)"
+set title "pagedllm bench throughput, $(basename "$model"), $threads threads (128 in + 128 out)" noenhanced
 set xlabel "batch (max-num-seqs = requests)"
 set ylabel "total tokens/s"
 set logscale x 2
