@@ -1,6 +1,7 @@
 // The reference order of attention_tile.h in plain C++: the generic path, and the one the
 // vector paths are tested against bit for bit.
 #include <limits>
+#include <type_traits>
 
 #include "kernels/cpu/attention_tile.h"
 
@@ -9,8 +10,8 @@ namespace pagedllm::cpu::attention {
 namespace {
 
 template <typename T>
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_one_query(
-    QueryState& qs, int D, float scale, const Chunks<T>& ctx) {
+[[gnu::always_inline]] inline void attend_one_query(QueryState& qs, int D, float scale,
+                                                    const Chunks<T>& ctx) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (int ch = 0; ch <= qs.pos / kChunk; ++ch) {
     const T* kt = ctx.k[ch];
@@ -41,11 +42,26 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_one_quer
   }
 }
 
+// One clone per ISA level (clang cannot clone templates, hence one per element type).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_all_f32(
+    QueryState* qs, int nq, int D, float scale, const Chunks<float>& ctx) {
+  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
+}
+
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_all_bf16(
+    QueryState* qs, int nq, int D, float scale, const Chunks<uint16_t>& ctx) {
+  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
+}
+
 }  // namespace
 
 template <typename T>
 void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx) {
-  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
+  if constexpr (std::is_same_v<T, float>) {
+    attend_all_f32(qs, nq, D, scale, ctx);
+  } else {
+    attend_all_bf16(qs, nq, D, scale, ctx);
+  }
 }
 
 template void attend_queries_portable(QueryState*, int, int, float, const Chunks<float>&);

@@ -36,7 +36,7 @@ void rows(const TileArgs& a, int m_offset) {
         for (int v = 0; v < V; ++v) part[e][m][v] = _mm256_setzero_ps();
       }
     }
-    const auto step = [&](int k, __m256(&chain)[MR][V]) [[gnu::always_inline]] {
+    const auto step = [&](int k, __m256(&chain)[MR][V]) __attribute__((always_inline)) {
       __m256 w[V];
       for (int v = 0; v < V; ++v) w[v] = load_half<kS>(*a.w, a.p + v / kHalves, k, v % kHalves);
       for (int m = 0; m < MR; ++m) {

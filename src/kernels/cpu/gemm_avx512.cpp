@@ -54,7 +54,7 @@ void tile(const TileArgs& a) {
         for (int q = 0; q < NP; ++q) part[e][m][q] = _mm512_setzero_ps();
       }
     }
-    const auto step = [&](int k, __m512(&chain)[MR][NP]) [[gnu::always_inline]] {
+    const auto step = [&](int k, __m512(&chain)[MR][NP]) __attribute__((always_inline)) {
       __m512 w[NP];
       for (int q = 0; q < NP; ++q) {
         prefetch_panel_row<kS>(*a.w, a.p + q, k);

@@ -22,12 +22,6 @@ inline void store(float* p, float v) {
 inline void store(uint16_t* p, float v) {
   *p = f32_to_bf16(v);
 }
-inline float load(const float* p) {
-  return *p;
-}
-inline float load(const uint16_t* p) {
-  return bf16_to_f32(*p);
-}
 
 template <typename T>
 void reshape_and_cache_impl(const float* key, const float* value,
