@@ -4,9 +4,15 @@
 // need about 8 independent chains to stay busy. So a kernel call scores NQ queries x C chunks
 // (NQ * C = 8) at once: prefill takes 8 queries per chunk, a decode step one query over 8
 // chunks (fewer where fewer are left), and every K and V vector loaded is used by all the queries
-// of the group. GCC 12's AVX-512 headers seed masked builtins with _mm512_undefined_*(), which
-// -Wuninitialized reports at every use (GCC bug 105593); nothing here reads an undefined value.
+// of the group.
+//
+// GCC 12's AVX-512 headers seed masked builtins with _mm512_undefined_*(), which
+// -W(maybe-)uninitialized reports at every use (GCC bug 105593); nothing here reads an
+// undefined value.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <limits>
