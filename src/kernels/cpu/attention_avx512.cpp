@@ -52,7 +52,7 @@ inline float tree_sum16(__m512 v) {
 inline __m512 load16(const float* p) {
   return _mm512_loadu_ps(p);
 }
-// bf16 widened to f32: exactly the value attention_tile.h's widen() gives.
+// bf16 widened to f32: exactly the value dequant.h's bf16_to_f32() gives.
 inline __m512 load16(const uint16_t* p) {
   const __m512i wide =
       _mm512_maskz_cvtepu16_epi32(0xFFFF, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));

@@ -4,10 +4,18 @@
 #include <type_traits>
 
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/dequant.h"
 
 namespace pagedllm::cpu::attention {
 
 namespace {
+
+inline float widen(float x) {
+  return x;
+}
+inline float widen(uint16_t x) {
+  return bf16_to_f32(x);
+}
 
 template <typename T>
 [[gnu::always_inline]] inline void attend_one_query(QueryState& qs, int D, float scale,

@@ -70,17 +70,6 @@ static inline float tree_sum16(float* v) {
   return v[0];
 }
 
-// Internal linkage as above. bf16 is the top half of an f32.
-static inline float widen(float x) {
-  return x;
-}
-static inline float widen(uint16_t x) {
-  uint32_t bits = uint32_t{x} << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 // Every chunk that a call's queries reach (0..max pos / 16) must exist and hold finite values:
 // chunks a query does not see are run as the no-ops above by the grouped kernels.
 

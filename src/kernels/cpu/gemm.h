@@ -52,6 +52,7 @@ void gemm_tile_avx2(const TileArgs& a);
 void gemm_tile_avx512(const TileArgs& a);
 // int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
 void gemm_int8_tile_avx2(const TileArgs& a);
+void gemm_int8_tile_vnni(const TileArgs& a);
 
 // Calls f(mins, bits) with the packed matrix's int8 shape as compile-time constants
 // (std::bool_constant, std::integral_constant<int, 4 | 6 | 8>), so each ISA file instantiates
@@ -74,6 +75,5 @@ void with_int8_shape(const PackedMatrix& w, F&& f) {
     by_bits(std::false_type{});
   }
 }
-void gemm_int8_tile_vnni(const TileArgs& a);
 
 }  // namespace pagedllm::cpu

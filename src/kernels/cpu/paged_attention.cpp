@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -121,7 +120,7 @@ AttendFn<T> attention_kernel(int head_size) {
   return attention::attend_queries_portable<T>;
 }
 
-// Per-thread buffers, reused by every (request, kv head) the thread takes.
+// Per-thread buffers, reused by every (request, kv head) and every call the thread takes.
 template <typename T>
 struct Workspace {
   ChunkLocator<T> chunks;
@@ -170,7 +169,8 @@ void paged_attention_impl(const float* q, int num_heads, const AttentionBatch& b
   const AttendFn<T> kernel = attention_kernel<T>(s.head_size);
 #pragma omp parallel
   {
-    Workspace<T> ws;
+    // thread_local: the buffers outlive the call, so a step's layers allocate nothing.
+    thread_local Workspace<T> ws;
 #pragma omp for schedule(dynamic, 1) collapse(2)
     for (int r = 0; r < batch.num_reqs; ++r) {
       for (int g = 0; g < s.num_kv_heads; ++g) {
