@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/bf16_activations.h"
 #include "kernels/cpu/block_quant.h"
 #include "kernels/cpu/dequant.h"
 
@@ -56,9 +57,16 @@ std::vector<float> as_quantized(const std::vector<float>& x, int M, int K) {
   return out;
 }
 
+// x as the bf16 kernels see it: rounded to bf16.
+std::vector<float> as_bf16(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = bf16_to_f32(bf16_flushed(x[i]));
+  return out;
+}
+
 std::vector<Isa> supported_paths() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni}) {
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16}) {
     if (cpu_supports(isa)) out.push_back(isa);
   }
   return out;
@@ -82,8 +90,10 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
           std::vector<float> ref(static_cast<size_t>(M) * N);
           gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), bias.data());
           // The reference is a real product: compare with a double-precision sum, of the
-          // activations as quantized for block-quantized weights.
-          const std::vector<float> xs = is_block_quantized(dtype) ? as_quantized(x, M, K) : x;
+          // activations as quantized for block-quantized weights and as rounded for bf16.
+          const std::vector<float> xs = is_block_quantized(dtype) ? as_quantized(x, M, K)
+                                        : dtype == DType::kBF16   ? as_bf16(x)
+                                                                  : x;
           for (int m = 0; m < M; ++m) {
             for (int j = 0; j < N; ++j) {
               double s = bias[static_cast<size_t>(j)];
@@ -110,22 +120,66 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
 }
 
 TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
+  // M = 75 and K = 1100 also take the AVX-512 paths' walk of K in slices (over 16 row tiles and
+  // K past 512), with a partial last slice and, for bf16, an odd K.
   std::mt19937 rng(4);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  for (const auto& [dtype, K] :
-       {std::pair{DType::kF32, 777}, std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768}}) {
-    const int M = 37, N = 70;
+  for (const auto& [dtype, K] : {std::pair{DType::kF32, 1100}, std::pair{DType::kBF16, 1101},
+                                 std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768}}) {
+    const int M = 75, N = 70;
     const Weights w = random_weights(N, K, dtype, rng);
     const PackedMatrix packed(w.matrix);
-    std::vector<float> x(static_cast<size_t>(M) * K);
+    std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
     for (float& v : x) v = n(rng);
-    std::vector<float> batch(static_cast<size_t>(M) * N), single(static_cast<size_t>(N));
-    gemm_packed(x.data(), M, packed, batch.data());
-    for (int m = 0; m < M; ++m) {
-      gemm_packed(x.data() + static_cast<size_t>(m) * K, 1, packed, single.data());
-      ASSERT_EQ(std::memcmp(single.data(), batch.data() + static_cast<size_t>(m) * N, N * 4), 0)
-          << to_string(dtype) << " row " << m;
+    for (float& v : bias) v = n(rng);
+    std::vector<float> reference(static_cast<size_t>(M) * N), single(static_cast<size_t>(N));
+    gemm_packed(Isa::kGeneric, x.data(), M, packed, reference.data(), bias.data());
+    for (Isa isa : supported_paths()) {
+      std::vector<float> batch(reference.size());
+      gemm_packed(isa, x.data(), M, packed, batch.data(), bias.data());
+      ASSERT_EQ(std::memcmp(batch.data(), reference.data(), batch.size() * 4), 0)
+          << to_string(dtype) << " " << to_string(isa);
+      for (int m = 0; m < M; m += 7) {
+        gemm_packed(isa, x.data() + static_cast<size_t>(m) * K, 1, packed, single.data(),
+                    bias.data());
+        ASSERT_EQ(std::memcmp(single.data(), batch.data() + static_cast<size_t>(m) * N, N * 4), 0)
+            << to_string(dtype) << " " << to_string(isa) << " row " << m;
+      }
     }
+  }
+}
+
+TEST(Gemm, Bf16WeightsSeeActivationsRoundedToBf16) {
+  // 1 + 2^-9 is a quarter of bf16's step at 1 and rounds to 1; 1 + 3 * 2^-9 rounds up to
+  // 1 + 2^-7. An f32 product would keep both.
+  const std::vector<uint16_t> w = {f32_to_bf16(1.0f), f32_to_bf16(2.0f)};
+  const WeightMatrix matrix{DType::kBF16, 1, 2, w.data()};
+  const PackedMatrix packed(matrix);
+  const std::vector<float> x = {1.0f + 0x1p-9f, 1.0f + 3 * 0x1p-9f};
+  for (Isa isa : supported_paths()) {
+    float y = 0.0f;
+    gemm_packed(isa, x.data(), 1, packed, &y, nullptr);
+    EXPECT_EQ(y, 1.0f + 2.0f * (1.0f + 0x1p-7f)) << to_string(isa);
+  }
+}
+
+TEST(Gemm, Bf16ProductFlushesDenormalsOnEveryPath) {
+  // As vdpbf16ps does: denormal inputs count as zero and denormal results become zero.
+  const float tiny = 0x1p-70f;  // squared, 2^-140 is denormal in f32
+  const std::vector<uint16_t> w = {f32_to_bf16(tiny), f32_to_bf16(tiny), f32_to_bf16(3.0f),
+                                   f32_to_bf16(0x1p-130f)};  // a denormal weight
+  const WeightMatrix matrix{DType::kBF16, 2, 2, w.data()};
+  const PackedMatrix packed(matrix);
+  const std::vector<float> x = {tiny, tiny, 0x1p-128f, 2.0f};  // row 1 has a denormal activation
+  const std::vector<float> bias = {0.0f, 0x1p-140f};           // a denormal bias
+  for (Isa isa : supported_paths()) {
+    std::vector<float> y(4, -1.0f);
+    gemm_packed(isa, x.data(), 2, packed, y.data(), bias.data());
+    EXPECT_EQ(y[0], 0.0f) << to_string(isa);  // 2^-139 would be denormal
+    EXPECT_EQ(y[1], 3.0f * tiny) << to_string(isa);
+    EXPECT_EQ(y[2], 2.0f * tiny) << to_string(isa);  // the denormal activation counts as zero
+    // 3 * 2^-128 + 2 * 2^-130 + 2^-140 is a denormal sum unflushed; flushed, all three are zero.
+    EXPECT_EQ(y[3], 0.0f) << to_string(isa);
   }
 }
 

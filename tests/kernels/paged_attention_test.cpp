@@ -211,7 +211,8 @@ TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
         MixedBatch mb(D, 2, group, dtype, rng, layout);
         cpu::set_isa(cpu::Isa::kGeneric);
         const std::vector<float> ref = mb.attend();
-        for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Vnni}) {
+        for (cpu::Isa isa :
+             {cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Vnni, cpu::Isa::kAvx512Bf16}) {
           if (!cpu::cpu_supports(isa)) continue;
           cpu::set_isa(isa);
           const std::vector<float> out = mb.attend();

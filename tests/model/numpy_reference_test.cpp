@@ -26,7 +26,8 @@ struct Case {
   DType dtype;
   // Max |pagedllm - numpy| allowed, relative to max(1, max |logit|). The stored weights are the
   // same values on both sides, so with an f32 KV cache only f32-vs-f64 arithmetic differs,
-  // whatever the weight dtype (1e-4). A bf16 KV cache rounds K and V to 8 bits of mantissa
+  // whatever the weight dtype (1e-4; bf16 weights see activations rounded to bf16, and the
+  // reference rounds them too). A bf16 KV cache rounds K and V to 8 bits of mantissa
   // (3e-2). Block-quantized weights multiply activations quantized to int8 (the reference
   // emulates that), and a code that sits near a rounding boundary can round the other way
   // between f32 and f64 arithmetic: perturbing the reference's activations by 1e-6 moves its

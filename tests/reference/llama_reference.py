@@ -65,7 +65,8 @@ def read_gguf(path):
         count = int(np.prod(dims))
         raw = memoryview(data)[start + offset:]
         values = dequantize(raw, ggml_type, count).reshape(list(reversed(dims)))
-        tensors[name] = QuantizedMatrix(values) if ggml_type in BLOCK_TYPES else values
+        tensors[name] = (QuantizedMatrix(values) if ggml_type in BLOCK_TYPES
+                         else Bf16Matrix(values) if ggml_type == 30 and len(dims) == 2 else values)
     return meta, tensors
 
 
@@ -90,15 +91,32 @@ def quantize_activations(x):
     return (codes.astype(np.float64) * scale.astype(np.float64)).reshape(x.shape)
 
 
+class Bf16Matrix:
+    """A bf16 weight matrix: products with it see activations rounded to bf16 (to nearest even,
+    from f32, denormals to zero), as the engine's bf16 kernels round them."""
+
+    def __init__(self, values):
+        self.values = values
+
+
+def round_to_bf16(x):
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16).astype(np.uint32)
+    out = rounded.view(np.float32).astype(np.float64)
+    return np.where(np.abs(x) < np.finfo(np.float32).tiny, 0.0, out)
+
+
 def mm(x, m):
-    """x @ m.T for a weight matrix m, plain or block-quantized."""
+    """x @ m.T for a weight matrix m, plain, bf16 or block-quantized."""
     if isinstance(m, QuantizedMatrix):
         return quantize_activations(x) @ m.values.T
+    if isinstance(m, Bf16Matrix):
+        return round_to_bf16(x) @ m.values.T
     return x @ m.T
 
 
 def values_of(m):
-    return m.values if isinstance(m, QuantizedMatrix) else m
+    return m.values if isinstance(m, (QuantizedMatrix, Bf16Matrix)) else m
 
 
 def f16(raw, count):
@@ -219,6 +237,8 @@ def hf_model(directory):
         count = int(np.prod(info["shape"]))
         conv = {"F32": lambda b, c_: np.frombuffer(b, "<f4", c_).astype(np.float64), "F16": f16, "BF16": bf16}
         t[name] = conv[info["dtype"]](buf, count).reshape(info["shape"])
+        if info["dtype"] == "BF16" and len(info["shape"]) == 2:
+            t[name] = Bf16Matrix(t[name])
     heads = c["num_attention_heads"]
     cfg = dict(arch=c.get("model_type", "llama"), dim=c["hidden_size"], layers=c["num_hidden_layers"],
                heads=heads, kv_heads=c.get("num_key_value_heads", heads),

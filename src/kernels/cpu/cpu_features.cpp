@@ -16,7 +16,14 @@ bool has_f16c() {
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
 
+// CPUID.(7,1):EAX.AVX512_BF16 (compilers disagree on the name __builtin_cpu_supports takes).
+bool has_avx512_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
+}
+
 Isa best_supported() {
+  if (cpu_supports(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
   if (cpu_supports(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
   if (cpu_supports(Isa::kAvx512)) return Isa::kAvx512;
   if (cpu_supports(Isa::kAvx2)) return Isa::kAvx2;
@@ -30,6 +37,7 @@ Isa from_env() {
   if (env && std::strcmp(env, "avx2") == 0) want = Isa::kAvx2;
   if (env && std::strcmp(env, "avx512") == 0) want = Isa::kAvx512;
   if (env && std::strcmp(env, "avx512vnni") == 0) want = Isa::kAvx512Vnni;
+  if (env && std::strcmp(env, "avx512bf16") == 0) want = Isa::kAvx512Bf16;
   return cpu_supports(want) ? want : best_supported();
 }
 
@@ -50,6 +58,8 @@ const char* to_string(Isa isa) {
       return "avx512";
     case Isa::kAvx512Vnni:
       return "avx512vnni";
+    case Isa::kAvx512Bf16:
+      return "avx512bf16";
   }
   return "?";
 }
@@ -65,6 +75,8 @@ bool cpu_supports(Isa isa) {
              __builtin_cpu_supports("avx512vl");
     case Isa::kAvx512Vnni:
       return cpu_supports(Isa::kAvx512) && __builtin_cpu_supports("avx512vnni");
+    case Isa::kAvx512Bf16:
+      return cpu_supports(Isa::kAvx512Vnni) && has_avx512_bf16();
   }
   return false;
 }

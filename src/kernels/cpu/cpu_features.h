@@ -1,6 +1,6 @@
 // Runtime ISA dispatch: one binary runs everywhere and uses the widest vectors the CPU has.
-// PAGEDLLM_ISA=generic|avx2|avx512|avx512vnni forces a narrower path (tests, benchmarks); a request
-// for a path the CPU cannot run falls back to the best it can.
+// PAGEDLLM_ISA=generic|avx2|avx512|avx512vnni|avx512bf16 forces a narrower path (tests,
+// benchmarks); a request for a path the CPU cannot run falls back to the best it can.
 #pragma once
 
 #include <string>
@@ -8,8 +8,9 @@
 namespace pagedllm::cpu {
 
 // kAvx512Vnni adds AVX512-VNNI int8 dot products (block-quantized weights); kAvx512 without it
-// runs those on the AVX2 int8 kernel.
-enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Vnni };
+// runs those on the AVX2 int8 kernel. kAvx512Bf16 adds AVX512-BF16 dot products (bf16 weights);
+// the narrower paths compute the same bits with f32 FMA. Each level implies the ones before it.
+enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16 };
 
 const char* to_string(Isa isa);
 // What this CPU supports, best first.

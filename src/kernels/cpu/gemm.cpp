@@ -9,9 +9,48 @@ namespace pagedllm::cpu {
 
 namespace {
 
-float weight_at(const PackedMatrix& w, int p, int k, int j) {
-  const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(j);
-  return w.storage() == PanelStorage::kBF16 ? bf16_to_f32(w.bf16_panel(p)[i]) : w.f32_panel(p)[i];
+// A denormal result as flush-to-zero gives it.
+float flushed(float v) {
+  return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
+}
+
+// Output j of panel p for activation row `row`, in the order gemm.h gives for bf16 weights.
+float bf16_output_generic(const PackedMatrix& w, int p, int j, const Bf16Activations& xb, int row) {
+  const uint16_t* panel = w.bf16_panel(p);
+  const uint32_t* x = xb.row(row);
+  const auto at = [&](int pair, int half) {
+    return bf16_to_f32(panel[static_cast<size_t>(pair) * 2 * PackedMatrix::kPanel +
+                             static_cast<size_t>(j) * 2 + static_cast<size_t>(half)]);
+  };
+  const auto x_at = [&](int pair, int half) {
+    return bf16_to_f32(static_cast<uint16_t>(x[pair] >> (16 * half)));
+  };
+  constexpr int kBlockPairs = kKBlock / 2;
+  float total = 0.0f;
+  for (int i0 = 0; i0 < xb.pairs; i0 += kBlockPairs) {
+    float chain[2] = {0.0f, 0.0f};
+    for (int i = i0; i < std::min(xb.pairs, i0 + kBlockPairs); ++i) {
+      float& c = chain[(i - i0) % 2];
+      c = flushed(std::fma(x_at(i, 1), at(i, 1), c));
+      c = flushed(std::fma(x_at(i, 0), at(i, 0), c));
+    }
+    total = flushed(total + flushed(chain[0] + chain[1]));
+  }
+  return total;
+}
+
+void bf16_tile_generic(const TileArgs& a) {
+  for (int m = 0; m < a.mr; ++m) {
+    for (int pp = 0; pp < a.np; ++pp) {
+      for (int j = 0; j < PackedMatrix::kPanel; ++j) {
+        const int n = (a.p + pp) * PackedMatrix::kPanel + j;
+        if (n >= a.n_end) break;
+        const float total = bf16_output_generic(*a.w, a.p + pp, j, *a.xb, a.m0 + m);
+        a.y[static_cast<size_t>(m) * a.ldy + n] =
+            flushed(total + (a.bias ? flushed(a.bias[n]) : 0.0f));
+      }
+    }
+  }
 }
 
 void float_tile_generic(const TileArgs& a) {
@@ -27,7 +66,8 @@ void float_tile_generic(const TileArgs& a) {
           const int k1 = std::min(a.K, k0 + kKBlock);
           for (int k = k0; k < k1; ++k) {
             float& partial = (k - k0) % 2 == 0 ? even : odd;
-            partial = std::fma(xr[k], weight_at(*a.w, a.p + pp, k, j), partial);
+            const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(j);
+            partial = std::fma(xr[k], a.w->f32_panel(a.p + pp)[i], partial);
           }
           total += even + odd;
         }
@@ -72,15 +112,20 @@ void int8_tile_generic(const TileArgs& a) {
 
 using TileFn = void (*)(const TileArgs&);
 
+// K slices and row groups of gemm_packed's split walk (a multiple of kKBlock; see there).
+constexpr int kSplitK = 2 * kKBlock;
+constexpr int kSplitRowTiles = 16;
+
 TileFn tile_for(Isa isa, PanelStorage storage) {
   if (storage == PanelStorage::kInt8) {
-    return isa == Isa::kAvx512Vnni                    ? gemm_int8_tile_vnni
-           : isa == Isa::kAvx512 || isa == Isa::kAvx2 ? gemm_int8_tile_avx2
-                                                      : gemm_tile_generic;
+    return isa >= Isa::kAvx512Vnni ? gemm_int8_tile_vnni
+           : isa >= Isa::kAvx2     ? gemm_int8_tile_avx2
+                                   : gemm_tile_generic;
   }
-  return isa == Isa::kAvx512 || isa == Isa::kAvx512Vnni ? gemm_tile_avx512
-         : isa == Isa::kAvx2                            ? gemm_tile_avx2
-                                                        : gemm_tile_generic;
+  if (storage == PanelStorage::kBF16 && isa >= Isa::kAvx512Bf16) return gemm_bf16_tile_dot;
+  return isa >= Isa::kAvx512 ? gemm_tile_avx512
+         : isa == Isa::kAvx2 ? gemm_tile_avx2
+                             : gemm_tile_generic;
 }
 
 }  // namespace
@@ -89,6 +134,8 @@ TileFn tile_for(Isa isa, PanelStorage storage) {
 void gemm_tile_generic(const TileArgs& a) {
   if (a.w->storage() == PanelStorage::kInt8) {
     int8_tile_generic(a);
+  } else if (a.w->storage() == PanelStorage::kBF16) {
+    bf16_tile_generic(a);
   } else {
     float_tile_generic(a);
   }
@@ -100,32 +147,58 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   // One quantization per call, shared by all tiles; thread_local as gemm_packed may be called
   // from several engine threads.
   thread_local QuantizedActivations xq;
+  thread_local Bf16Activations xb;
   if (w.storage() == PanelStorage::kInt8) quantize_activations(x, M, w.cols(), xq);
+  if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(x, M, w.cols(), xb);
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
+  const Bf16Activations* rounded = &xb;
   const int panel_pairs = (w.panels() + 1) / 2;
   const int row_tiles = (M + kMaxTileRows - 1) / kMaxTileRows;
   const int K = w.cols(), N = w.rows();
-  // Panel pairs outermost so that a thread reuses one weight panel across its row tiles.
-#pragma omp parallel for schedule(static) collapse(2) if (static_cast <int64_t>(M) * N * K > 65536)
-  for (int pp = 0; pp < panel_pairs; ++pp) {
-    for (int rt = 0; rt < row_tiles; ++rt) {
-      const int m0 = rt * kMaxTileRows;
-      const int p = 2 * pp;
-      TileArgs a{x + static_cast<size_t>(m0) * K,
-                 K,
-                 std::min(kMaxTileRows, M - m0),
-                 K,
-                 &w,
-                 p,
-                 std::min(2, w.panels() - p),
-                 y + static_cast<size_t>(m0) * N,
-                 N,
-                 N,
-                 bias,
-                 quantized,
-                 m0};
-      tile(a);
+  const auto tile_args = [&](int pp, int rt) {
+    const int m0 = rt * kMaxTileRows, p = 2 * pp;
+    return TileArgs{x + static_cast<size_t>(m0) * K,
+                    K,
+                    std::min(kMaxTileRows, M - m0),
+                    K,
+                    &w,
+                    p,
+                    std::min(2, w.panels() - p),
+                    y + static_cast<size_t>(m0) * N,
+                    N,
+                    N,
+                    bias,
+                    quantized,
+                    m0,
+                    rounded};
+  };
+  const bool parallel = static_cast<int64_t>(M) * N * K > 65536;
+  if (w.storage() != PanelStorage::kInt8 && isa >= Isa::kAvx512 && row_tiles > kSplitRowTiles &&
+      K > kSplitK) {
+    // Many rows: a task is a panel pair and up to kSplitRowTiles row tiles, and it walks K in
+    // slices of kSplitK, each slice a pass over its row tiles, so that the pair's weights for the
+    // slice stay in L1 while every row tile uses them (whole-K tiles re-read them from L2).
+    const int row_groups = (row_tiles + kSplitRowTiles - 1) / kSplitRowTiles;
+#pragma omp parallel for schedule(static) collapse(2) if (parallel)
+    for (int pp = 0; pp < panel_pairs; ++pp) {
+      for (int g = 0; g < row_groups; ++g) {
+        const int rt_end = std::min(row_tiles, (g + 1) * kSplitRowTiles);
+        for (int k0 = 0; k0 < K; k0 += kSplitK) {
+          for (int rt = g * kSplitRowTiles; rt < rt_end; ++rt) {
+            TileArgs a = tile_args(pp, rt);
+            a.k_begin = k0;
+            a.k_end = k0 + kSplitK;
+            tile(a);
+          }
+        }
+      }
     }
+    return;
+  }
+  // Panel pairs outermost so that a thread reuses one weight panel across its row tiles.
+#pragma omp parallel for schedule(static) collapse(2) if (parallel)
+  for (int pp = 0; pp < panel_pairs; ++pp) {
+    for (int rt = 0; rt < row_tiles; ++rt) tile(tile_args(pp, rt));
   }
 }
 

@@ -1,10 +1,17 @@
 // GEMM against packed weights: y[M, N] = x[M, K] . W^T (+ bias), f32 activations, with runtime
 // ISA dispatch (cpu_features.h).
 //
-// Float weights (f32, f16, bf16). Every output sums its K products with FMA in blocks of kKBlock
-// whose partial sums are added in order; within a block, two chains (the block's even and odd k,
-// each sequential in k) are added at its end, which doubles the independent FMA chains a tile
-// has for few rows.
+// f32 weights (and f16, widened at packing). Every output sums its K products with FMA in blocks
+// of kKBlock whose partial sums are added in order; within a block, two chains (the block's even
+// and odd k, each sequential in k) are added at its end, which doubles the independent FMA
+// chains a tile has for few rows.
+//
+// bf16 weights. As llama.cpp does, activations are rounded to bf16 (bf16_activations.h) and
+// multiplied in k pairs, in vdpbf16ps's order: a pair adds its odd k's product, then its even
+// k's, each add rounded once (a product of two bf16 is exact in f32, so an FMA is that add).
+// Pairs are summed in blocks of kKBlock k as above, the two chains now being the block's even and
+// odd pairs. The whole product runs with denormal inputs and results flushed to zero, as
+// vdpbf16ps runs: the paths without it set MXCSR's FTZ and DAZ for their tile.
 //
 // Block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). As llama.cpp does, each activation
 // row is quantized per 32 (quantized_activations.h) and each weight sub-block contributes
@@ -16,8 +23,11 @@
 // across batch sizes and between the generic, AVX2 and AVX-512 paths.
 #pragma once
 
+#include <xmmintrin.h>
+
 #include <type_traits>
 
+#include "kernels/cpu/bf16_activations.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/quantized_activations.h"
@@ -34,8 +44,8 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                  const float* bias);
 
 // One tile: rows [0, mr) of x (row stride ldx), which are rows [m0, m0 + mr) of xq for int8
-// weights, times panels [p, p + np) (np <= 2) into y (row stride ldy); columns at or past n_end
-// are not written. Each path implements this.
+// weights and of xb for bf16 weights, times panels [p, p + np) (np <= 2) into y (row stride ldy);
+// columns at or past n_end are not written. Each path implements this.
 struct TileArgs {
   const float* x;
   int ldx, mr, K;
@@ -46,10 +56,32 @@ struct TileArgs {
   const float* bias;
   const QuantizedActivations* xq;  // int8 weights only
   int m0;
+  const Bf16Activations* xb;  // bf16 weights only
+  // Float weights on the AVX-512 paths may be given part of K: the blocks in [k_begin, k_end)
+  // (multiples of kKBlock; k_end >= K means through the end). A tile that does not start at 0
+  // resumes from the running totals y holds; one that does not reach K stores running totals,
+  // without bias. Other paths take all of K.
+  int k_begin = 0, k_end = 1 << 30;
 };
 void gemm_tile_generic(const TileArgs& a);
+
+// MXCSR's flush-to-zero and denormals-are-zero for this thread, for the scope's lifetime: how a
+// bf16 tile without vdpbf16ps gets its flushing.
+class FlushDenormals {
+ public:
+  FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtz | kDaz); }
+  ~FlushDenormals() { _mm_setcsr(saved_); }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  static constexpr unsigned kFtz = 0x8000, kDaz = 0x40;
+  unsigned saved_;
+};
 void gemm_tile_avx2(const TileArgs& a);
 void gemm_tile_avx512(const TileArgs& a);
+// bf16 weights with AVX512-BF16 dot products.
+void gemm_bf16_tile_dot(const TileArgs& a);
 // int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
 void gemm_int8_tile_avx2(const TileArgs& a);
 void gemm_int8_tile_vnni(const TileArgs& a);

@@ -1,6 +1,8 @@
 // AVX2 + FMA GEMM tile (compiled with -mavx2 -mfma; called only when the CPU has them). Same
-// order as gemm_tile_generic. A panel of 16 outputs is two 8-lane vectors; up to 2 rows at a
-// time (one row for two panels) keep both chains' partial sums in the 16 ymm registers.
+// orders as gemm_tile_generic: for bf16 weights, two FMAs per k pair (odd k, then even k) with
+// denormals flushed, which is what vdpbf16ps computes. A panel of 16 outputs is two 8-lane vectors;
+// up to 2 rows at a time (one row for two panels) keep both chains' partial sums in the 16 ymm
+// registers.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,35 +15,62 @@ namespace {
 
 constexpr int kHalves = PackedMatrix::kPanel / 8;
 
-template <PanelStorage kS>
-inline __m256 load_half(const PackedMatrix& w, int panel, int k, int h) {
-  const size_t i = static_cast<size_t>(k) * PackedMatrix::kPanel + static_cast<size_t>(h) * 8;
-  if constexpr (kS == PanelStorage::kBF16) {
-    const __m128i v = _mm_load_si128(reinterpret_cast<const __m128i*>(w.bf16_panel(panel) + i));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16));
-  } else {
-    return _mm256_load_ps(w.f32_panel(panel) + i);
-  }
+// A bf16 pair lane (k = 2i low, 2i + 1 high) widened to f32.
+inline __m256 even_of(__m256i v) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16));
+}
+inline __m256 odd_of(__m256i v) {
+  return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xFFFF)));
 }
 
 template <int MR, int NP, PanelStorage kS>
 void rows(const TileArgs& a, int m_offset) {
   constexpr int V = NP * kHalves;
+  constexpr bool kPairs = kS == PanelStorage::kBF16;
+  // A step is one k, or one k pair for bf16.
+  constexpr int kBlock = kPairs ? kKBlock / 2 : kKBlock;
+  const int count = kPairs ? a.xb->pairs : a.K;
   alignas(32) float total[MR][V * 8] = {};
-  for (int k0 = 0; k0 < a.K; k0 += kKBlock) {
-    const int k1 = std::min(a.K, k0 + kKBlock);
-    __m256 part[2][MR][V];  // the block's even and odd k
+  for (int k0 = 0; k0 < count; k0 += kBlock) {
+    const int k1 = std::min(count, k0 + kBlock);
+    __m256 part[2][MR][V];  // the block's even and odd steps
     for (int e = 0; e < 2; ++e) {
       for (int m = 0; m < MR; ++m) {
         for (int v = 0; v < V; ++v) part[e][m][v] = _mm256_setzero_ps();
       }
     }
-    const auto step = [&](int k, __m256(&chain)[MR][V]) __attribute__((always_inline)) {
+    const auto f32_step = [&](int k, __m256(&chain)[MR][V]) __attribute__((always_inline)) {
       __m256 w[V];
-      for (int v = 0; v < V; ++v) w[v] = load_half<kS>(*a.w, a.p + v / kHalves, k, v % kHalves);
+      for (int v = 0; v < V; ++v) {
+        w[v] = _mm256_load_ps(a.w->f32_panel(a.p + v / kHalves) +
+                              static_cast<size_t>(k) * PackedMatrix::kPanel + (v % kHalves) * 8);
+      }
       for (int m = 0; m < MR; ++m) {
         const __m256 xb = _mm256_set1_ps(a.x[static_cast<size_t>(m_offset + m) * a.ldx + k]);
         for (int v = 0; v < V; ++v) chain[m][v] = _mm256_fmadd_ps(xb, w[v], chain[m][v]);
+      }
+    };
+    const auto pair_step = [&](int i, __m256(&chain)[MR][V]) __attribute__((always_inline)) {
+      __m256i w[V];
+      for (int v = 0; v < V; ++v) {
+        w[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(
+            a.w->bf16_panel(a.p + v / kHalves) + static_cast<size_t>(i) * 2 * PackedMatrix::kPanel +
+            (v % kHalves) * 16));
+      }
+      for (int m = 0; m < MR; ++m) {
+        const __m256i x = _mm256_set1_epi32(static_cast<int>(a.xb->row(a.m0 + m_offset + m)[i]));
+        const __m256 x_odd = odd_of(x), x_even = even_of(x);
+        for (int v = 0; v < V; ++v) {
+          chain[m][v] = _mm256_fmadd_ps(x_odd, odd_of(w[v]), chain[m][v]);
+          chain[m][v] = _mm256_fmadd_ps(x_even, even_of(w[v]), chain[m][v]);
+        }
+      }
+    };
+    const auto step = [&](int k, __m256(&chain)[MR][V]) __attribute__((always_inline)) {
+      if constexpr (kPairs) {
+        pair_step(k, chain);
+      } else {
+        f32_step(k, chain);
       }
     };
     int k = k0;
@@ -85,6 +114,7 @@ void dispatch(const TileArgs& a) {
 
 void gemm_tile_avx2(const TileArgs& a) {
   if (a.w->storage() == PanelStorage::kBF16) {
+    const FlushDenormals flush;
     dispatch<PanelStorage::kBF16>(a);
   } else {
     dispatch<PanelStorage::kF32>(a);

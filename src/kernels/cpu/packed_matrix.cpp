@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/bf16_activations.h"
 #include "kernels/cpu/block_quant.h"
 #include "kernels/cpu/dequant.h"
 
@@ -178,7 +179,10 @@ void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
   const auto at = [j](int k) { return static_cast<size_t>(k) * kPanel + static_cast<size_t>(j); };
   if (storage_ == PanelStorage::kBF16) {
     auto* dst = reinterpret_cast<uint16_t*>(panel);
-    for (int k = 0; k < cols_; ++k) dst[at(k)] = load_u16(src + 2 * k);
+    for (int k = 0; k < cols_; ++k) {
+      const size_t pair_at = static_cast<size_t>(k / 2) * 2 * kPanel + static_cast<size_t>(j) * 2;
+      dst[pair_at + static_cast<size_t>(k % 2)] = bf16_flushed_bits(load_u16(src + 2 * k));
+    }
   } else if (storage_ == PanelStorage::kInt8) {
     std::vector<int8_t> codes(static_cast<size_t>(cols_));
     std::vector<float> scales(static_cast<size_t>(cols_ / sub_block_elements(w.dtype)));

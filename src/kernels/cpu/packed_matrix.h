@@ -2,7 +2,9 @@
 // features, each panel [K][16] (so 16 outputs are one vector). The last panel is zero-padded.
 // Storage by source type:
 //   F32, F16  -> f32 elements
-//   BF16      -> bf16 elements (widened to f32 in registers)
+//   BF16      -> bf16 elements in k pairs, [K/2][16][2]: one 32-bit lane holds k = 2i (low half)
+//                and 2i + 1 of one output, what vdpbf16ps multiplies (a zero pads an odd K).
+//                Denormals are flushed to zero at packing, as vdpbf16ps reads them.
 //   block formats -> u8 codes (code + code_offset(), so that they feed VNNI's u8 x s8 dot
 //                product) laid out [K/4][16][4]: four consecutive k of one output are one 32-bit
 //                lane. Where every code fits in 4 bits (Q4_0, Q4_K), two are packed per byte
@@ -48,8 +50,9 @@ class PackedMatrix {
   int panels() const { return (rows_ + kPanel - 1) / kPanel; }
   PanelStorage storage() const { return storage_; }
   bool is_bf16() const { return storage_ == PanelStorage::kBF16; }
-  // Panel p: cols() * kPanel elements, element (k, j) at k * kPanel + j.
+  // Panel p of f32 storage: cols() * kPanel elements, element (k, j) at k * kPanel + j.
   const float* f32_panel(int p) const { return reinterpret_cast<const float*>(panel_bytes(p)); }
+  // Panel p of bf16 storage: element (k, j) at (k / 2) * 2 * kPanel + j * 2 + k % 2.
   const uint16_t* bf16_panel(int p) const {
     return reinterpret_cast<const uint16_t*>(panel_bytes(p));
   }
@@ -90,7 +93,11 @@ class PackedMatrix {
   }
   void pack_factors(int n, const WeightMatrix& w, int source_row);
   void pack_row(int n, const WeightMatrix& w, int source_row);
-  size_t panel_size() const { return static_cast<size_t>(cols_) * kPanel * element_size_ / 8; }
+  // K as stored: bf16 pads it to whole pairs.
+  int stored_cols() const { return storage_ == PanelStorage::kBF16 ? (cols_ + 1) / 2 * 2 : cols_; }
+  size_t panel_size() const {
+    return static_cast<size_t>(stored_cols()) * kPanel * element_size_ / 8;
+  }
   const uint8_t* panel_bytes(int p) const {
     return data_.get() + static_cast<size_t>(p) * panel_size();
   }

@@ -1,0 +1,30 @@
+// Activations rounded to bf16 for the dot products against bf16 weights, as llama.cpp rounds
+// them for its bf16 matrix products and as AVX512-BF16's vdpbf16ps consumes them. Each row is
+// K bf16 values in pairs: pair i is one 32-bit lane holding k = 2i in its low half and 2i + 1 in
+// its high half (a zero pads an odd K). Rounding is to nearest even; denormal inputs become zero,
+// as vdpbf16ps treats them. Each row is rounded alone, so a row's result does not depend on its
+// batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace pagedllm::cpu {
+
+struct Bf16Activations {
+  int M = 0, pairs = 0;  // pairs = ceil(K / 2) per row
+  std::vector<uint32_t> data;
+
+  const uint32_t* row(int m) const { return data.data() + static_cast<size_t>(m) * pairs; }
+};
+
+// Rounds x[M][K] into out, reusing its buffer.
+void round_activations_to_bf16(const float* x, int M, int K, Bf16Activations& out);
+
+// f32 -> bf16 bits: round to nearest even, denormals (in or out) to a signed zero, NaN kept
+// quiet. Packing bf16 weights applies the same flush to their denormals.
+uint16_t bf16_flushed(float f);
+uint16_t bf16_flushed_bits(uint16_t bf16);
+
+}  // namespace pagedllm::cpu
