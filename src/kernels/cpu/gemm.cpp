@@ -112,10 +112,6 @@ void int8_tile_generic(const TileArgs& a) {
 
 using TileFn = void (*)(const TileArgs&);
 
-// K slices and row groups of gemm_packed's split walk (a multiple of kKBlock; see there).
-constexpr int kSplitK = 2 * kKBlock;
-constexpr int kSplitRowTiles = 16;
-
 TileFn tile_for(Isa isa, PanelStorage storage) {
   if (storage == PanelStorage::kInt8) {
     return isa >= Isa::kAvx512Vnni ? gemm_int8_tile_vnni
@@ -173,28 +169,6 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                     rounded};
   };
   const bool parallel = static_cast<int64_t>(M) * N * K > 65536;
-  if (w.storage() != PanelStorage::kInt8 && isa >= Isa::kAvx512 && row_tiles > kSplitRowTiles &&
-      K > kSplitK) {
-    // Many rows: a task is a panel pair and up to kSplitRowTiles row tiles, and it walks K in
-    // slices of kSplitK, each slice a pass over its row tiles, so that the pair's weights for the
-    // slice stay in L1 while every row tile uses them (whole-K tiles re-read them from L2).
-    const int row_groups = (row_tiles + kSplitRowTiles - 1) / kSplitRowTiles;
-#pragma omp parallel for schedule(static) collapse(2) if (parallel)
-    for (int pp = 0; pp < panel_pairs; ++pp) {
-      for (int g = 0; g < row_groups; ++g) {
-        const int rt_end = std::min(row_tiles, (g + 1) * kSplitRowTiles);
-        for (int k0 = 0; k0 < K; k0 += kSplitK) {
-          for (int rt = g * kSplitRowTiles; rt < rt_end; ++rt) {
-            TileArgs a = tile_args(pp, rt);
-            a.k_begin = k0;
-            a.k_end = k0 + kSplitK;
-            tile(a);
-          }
-        }
-      }
-    }
-    return;
-  }
   // Panel pairs outermost so that a thread reuses one weight panel across its row tiles.
 #pragma omp parallel for schedule(static) collapse(2) if (parallel)
   for (int pp = 0; pp < panel_pairs; ++pp) {

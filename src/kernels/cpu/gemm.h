@@ -57,11 +57,6 @@ struct TileArgs {
   const QuantizedActivations* xq;  // int8 weights only
   int m0;
   const Bf16Activations* xb;  // bf16 weights only
-  // Float weights on the AVX-512 paths may be given part of K: the blocks in [k_begin, k_end)
-  // (multiples of kKBlock; k_end >= K means through the end). A tile that does not start at 0
-  // resumes from the running totals y holds; one that does not reach K stores running totals,
-  // without bias. Other paths take all of K.
-  int k_begin = 0, k_end = 1 << 30;
 };
 void gemm_tile_generic(const TileArgs& a);
 

@@ -14,7 +14,7 @@ using avx512::prefetch_ahead;
 // recompute them from TileArgs at every step).
 template <int MR, int NP>
 struct F32Steps {
-  static constexpr int kBlock = kKBlock, kKPerStep = 1;
+  static constexpr int kBlock = kKBlock;
   const float* panel[NP];
   const float* x[MR];
   int K;
@@ -41,7 +41,7 @@ struct F32Steps {
 // a shift and a mask widen them to f32.
 template <int MR, int NP>
 struct Bf16PairSteps {
-  static constexpr int kBlock = kKBlock / 2, kKPerStep = 2;
+  static constexpr int kBlock = kKBlock / 2;
   const uint16_t* panel[NP];
   const uint32_t* x[MR];
   int pairs;

@@ -10,7 +10,7 @@ namespace {
 
 template <int MR, int NP>
 struct DotSteps {
-  static constexpr int kBlock = kKBlock / 2, kKPerStep = 2;
+  static constexpr int kBlock = kKBlock / 2;
   const uint16_t* panel[NP];
   const uint32_t* x[MR];
   int pairs;

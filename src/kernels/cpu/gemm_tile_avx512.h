@@ -2,8 +2,7 @@
 // only from those): blocks of steps summed in two chains (the block's even and odd steps), block
 // totals added in order, bias added at the end (gemm.h's orders). A Steps<MR, NP> type supplies
 // the step: `Steps<MR, NP>(a).step(i, chain)` adds step i of rows [0, MR) x panels [p, p + NP)
-// into chain; count() steps in all, kBlock per block, kKPerStep k per step. Only the blocks in
-// [k_begin, k_end) are summed (gemm.h).
+// into chain; count() steps in all, kBlock per block.
 #pragma once
 
 #include <immintrin.h>
@@ -35,17 +34,8 @@ void tile(const TileArgs& a) {
   // Partial sums live in registers (2 chains x MR * NP <= 16); block totals in memory. (8-row tiles
   // measured slower here: 620 vs 720 tok/s on the batched benchmark.)
   alignas(64) float total[MR][NP][16] = {};
-  const bool first = a.k_begin == 0, last = a.k_end >= a.K;
-  if (!first) {  // resume the totals this tile stored for the blocks before k_begin
-    for (int q = 0; q < NP; ++q) {
-      for (int m = 0; m < MR; ++m) {
-        const float* y = a.y + static_cast<size_t>(m) * a.ldy + (a.p + q) * PackedMatrix::kPanel;
-        _mm512_store_ps(total[m][q], _mm512_maskz_loadu_ps(column_mask(a, q), y));
-      }
-    }
-  }
-  const int end = last ? steps.count() : a.k_end / S::kKPerStep;
-  for (int i0 = a.k_begin / S::kKPerStep; i0 < end; i0 += S::kBlock) {
+  const int end = steps.count();
+  for (int i0 = 0; i0 < end; i0 += S::kBlock) {
     const int i1 = std::min(end, i0 + S::kBlock);
     __m512 part[2][MR][NP];  // the block's even and odd steps
     for (int e = 0; e < 2; ++e) {
@@ -65,20 +55,15 @@ void tile(const TileArgs& a) {
         _mm512_store_ps(total[m][q], _mm512_add_ps(_mm512_load_ps(total[m][q]), block));
       }
     }
-    // Keeps the totals in memory between blocks: held in registers (g++ 12 does that when they
-    // may start from y), they leave too few for the 16 partial sums, and one goes to the stack.
-    asm volatile("" : "+m"(total));
   }
   for (int q = 0; q < NP; ++q) {
     const int n0 = (a.p + q) * PackedMatrix::kPanel;
     const __mmask16 mask = column_mask(a, q);
-    // Without bias add +0.0, as the reference's `total + 0.0f` does; before the last block, store
-    // the running totals.
+    // Without bias add +0.0, as the reference's `total + 0.0f` does.
     const __m512 b = a.bias ? _mm512_maskz_loadu_ps(mask, a.bias + n0) : _mm512_setzero_ps();
     for (int m = 0; m < MR; ++m) {
       const __m512 t = _mm512_load_ps(total[m][q]);
-      _mm512_mask_storeu_ps(a.y + static_cast<size_t>(m) * a.ldy + n0, mask,
-                            last ? _mm512_add_ps(t, b) : t);
+      _mm512_mask_storeu_ps(a.y + static_cast<size_t>(m) * a.ldy + n0, mask, _mm512_add_ps(t, b));
     }
   }
 }
