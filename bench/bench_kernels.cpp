@@ -8,6 +8,7 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -34,7 +35,11 @@ std::vector<float> random_vector(size_t n, uint32_t seed) {
 void BM_Gemm(benchmark::State& state) {
   const int M = static_cast<int>(state.range(0)), N = static_cast<int>(state.range(1));
   const int K = static_cast<int>(state.range(2));
+  // 0 f32, 1 bf16 (vdpbf16ps where the CPU has it), 2 bf16 on the AVX-512F path (f32 FMA, the
+  // same bits): the two bf16 rows side by side show what the dot product instruction buys.
   const bool bf16 = state.range(3) != 0;
+  const cpu::Isa isa =
+      state.range(3) == 2 ? std::min(cpu::active_isa(), cpu::Isa::kAvx512Vnni) : cpu::active_isa();
   auto w32 = random_vector(static_cast<size_t>(N) * K, 1);
   std::vector<uint16_t> w16;
   WeightMatrix w{DType::kF32, N, K, w32.data()};
@@ -46,7 +51,7 @@ void BM_Gemm(benchmark::State& state) {
   auto x = random_vector(static_cast<size_t>(M) * K, 2);
   std::vector<float> y(static_cast<size_t>(M) * N);
   for (auto _ : state) {
-    cpu::gemm_packed(x.data(), M, packed, y.data());
+    cpu::gemm_packed(isa, x.data(), M, packed, y.data(), nullptr);
     benchmark::DoNotOptimize(y.data());
   }
   const double flops = 2.0 * M * N * K;
@@ -302,6 +307,46 @@ void BM_FmaPeakAvx512(benchmark::State& state) {
                          benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_FmaPeakAvx512)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+__attribute__((target("avx512f,avx512bf16"))) double dot_bf16_chains(int64_t iters) {
+  __m512 acc[12];
+  for (auto& a : acc) a = _mm512_set1_ps(0.0f);
+  const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3F803F80));  // 1.0, 1.0
+  const __m512bh y = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3A803A80));  // 2^-10
+  for (int64_t i = 0; i < iters; ++i) {
+    for (auto& a : acc) a = _mm512_dpbf16_ps(a, x, y);
+  }
+  __m512 s = acc[0];
+  for (int i = 1; i < 12; ++i) s = _mm512_add_ps(s, acc[i]);
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, s);
+  double total = 0.0;
+  for (float v : lanes) total += v;
+  return total;
+}
+
+// The bf16 GEMM's limit where the CPU has AVX512-BF16: vdpbf16ps does 2 multiply-adds per lane.
+void BM_Bf16DotPeak(benchmark::State& state) {
+  if (!cpu::cpu_supports(cpu::Isa::kAvx512Bf16)) {
+    state.SkipWithError("no AVX512-BF16");
+    return;
+  }
+  const int64_t iters = 1 << 22;
+  for (auto _ : state) {
+    double total = 0.0;
+#pragma omp parallel reduction(+ : total)
+    total += dot_bf16_chains(iters);
+    benchmark::DoNotOptimize(total);
+  }
+  int threads = 1;
+#pragma omp parallel
+#pragma omp single
+  threads = omp_get_num_threads();
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(4.0 * 16 * 12 * static_cast<double>(iters) * threads * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Bf16DotPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
