@@ -286,16 +286,13 @@ __attribute__((target("avx512f,fma"))) double fma_chains(int64_t iters) {
   return total;
 }
 
-void BM_FmaPeakAvx512(benchmark::State& state) {
-  if (!cpu::cpu_supports(cpu::Isa::kAvx512)) {
-    state.SkipWithError("no AVX-512");
-    return;
-  }
+// Runs chains(iters) on every thread and reports flops_per_iter * iters * threads per second.
+void report_peak(benchmark::State& state, double (*chains)(int64_t), double flops_per_iter) {
   const int64_t iters = 1 << 22;
   for (auto _ : state) {
     double total = 0.0;
 #pragma omp parallel reduction(+ : total)
-    total += fma_chains(iters);
+    total += chains(iters);
     benchmark::DoNotOptimize(total);
   }
   int threads = 1;
@@ -303,8 +300,16 @@ void BM_FmaPeakAvx512(benchmark::State& state) {
 #pragma omp single
   threads = omp_get_num_threads();
   state.counters["GFLOP/s"] =
-      benchmark::Counter(2.0 * 16 * 12 * static_cast<double>(iters) * threads * 1e-9,
+      benchmark::Counter(flops_per_iter * static_cast<double>(iters) * threads * 1e-9,
                          benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_FmaPeakAvx512(benchmark::State& state) {
+  if (!cpu::cpu_supports(cpu::Isa::kAvx512)) {
+    state.SkipWithError("no AVX-512");
+    return;
+  }
+  report_peak(state, fma_chains, 2.0 * 16 * 12);
 }
 BENCHMARK(BM_FmaPeakAvx512)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -331,20 +336,7 @@ void BM_Bf16DotPeak(benchmark::State& state) {
     state.SkipWithError("no AVX512-BF16");
     return;
   }
-  const int64_t iters = 1 << 22;
-  for (auto _ : state) {
-    double total = 0.0;
-#pragma omp parallel reduction(+ : total)
-    total += dot_bf16_chains(iters);
-    benchmark::DoNotOptimize(total);
-  }
-  int threads = 1;
-#pragma omp parallel
-#pragma omp single
-  threads = omp_get_num_threads();
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(4.0 * 16 * 12 * static_cast<double>(iters) * threads * 1e-9,
-                         benchmark::Counter::kIsIterationInvariantRate);
+  report_peak(state, dot_bf16_chains, 4.0 * 16 * 12);
 }
 BENCHMARK(BM_Bf16DotPeak)->Unit(benchmark::kMillisecond)->UseRealTime();
 

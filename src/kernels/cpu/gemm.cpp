@@ -39,18 +39,25 @@ float bf16_output_generic(const PackedMatrix& w, int p, int j, const Bf16Activat
   return total;
 }
 
-void bf16_tile_generic(const TileArgs& a) {
+// Calls y_mn = f(row m of the tile, panel p, column j, output n) for each output of the tile.
+template <typename F>
+void for_each_output(const TileArgs& a, F&& f) {
   for (int m = 0; m < a.mr; ++m) {
     for (int pp = 0; pp < a.np; ++pp) {
       for (int j = 0; j < PackedMatrix::kPanel; ++j) {
         const int n = (a.p + pp) * PackedMatrix::kPanel + j;
         if (n >= a.n_end) break;
-        const float total = bf16_output_generic(*a.w, a.p + pp, j, *a.xb, a.m0 + m);
-        a.y[static_cast<size_t>(m) * a.ldy + n] =
-            flushed(total + (a.bias ? flushed(a.bias[n]) : 0.0f));
+        a.y[static_cast<size_t>(m) * a.ldy + n] = f(m, a.p + pp, j, n);
       }
     }
   }
+}
+
+void bf16_tile_generic(const TileArgs& a) {
+  for_each_output(a, [&](int m, int p, int j, int n) {
+    const float total = bf16_output_generic(*a.w, p, j, *a.xb, a.m0 + m);
+    return flushed(total + (a.bias ? flushed(a.bias[n]) : 0.0f));
+  });
 }
 
 void float_tile_generic(const TileArgs& a) {
@@ -98,16 +105,9 @@ float int8_output_generic(const PackedMatrix& w, int p, int j, const QuantizedAc
 }
 
 void int8_tile_generic(const TileArgs& a) {
-  for (int m = 0; m < a.mr; ++m) {
-    for (int pp = 0; pp < a.np; ++pp) {
-      for (int j = 0; j < PackedMatrix::kPanel; ++j) {
-        const int n = (a.p + pp) * PackedMatrix::kPanel + j;
-        if (n >= a.n_end) break;
-        const float total = int8_output_generic(*a.w, a.p + pp, j, *a.xq, a.m0 + m);
-        a.y[static_cast<size_t>(m) * a.ldy + n] = total + (a.bias ? a.bias[n] : 0.0f);
-      }
-    }
-  }
+  for_each_output(a, [&](int m, int p, int j, int n) {
+    return int8_output_generic(*a.w, p, j, *a.xq, a.m0 + m) + (a.bias ? a.bias[n] : 0.0f);
+  });
 }
 
 using TileFn = void (*)(const TileArgs&);

@@ -40,16 +40,8 @@ struct F32Steps {
 // bf16 weights: one step is one k pair. A 32-bit lane holds bf16 k = 2i low and 2i + 1 high, so
 // a shift and a mask widen them to f32.
 template <int MR, int NP>
-struct Bf16PairSteps {
-  static constexpr int kBlock = kKBlock / 2;
-  const uint16_t* panel[NP];
-  const uint32_t* x[MR];
-  int pairs;
-  explicit Bf16PairSteps(const TileArgs& a) : pairs(a.xb->pairs) {
-    for (int q = 0; q < NP; ++q) panel[q] = a.w->bf16_panel(a.p + q);
-    for (int m = 0; m < MR; ++m) x[m] = a.xb->row(a.m0 + m);
-  }
-  int count() const { return pairs; }
+struct Bf16PairSteps : avx512::Bf16PairBase<MR, NP> {
+  using avx512::Bf16PairBase<MR, NP>::Bf16PairBase;
   // The zero-masked shift: the unmasked one trips g++ 12's -Wmaybe-uninitialized.
   static __m512 even_of(__m512i v) {
     return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, v, 16));
@@ -59,13 +51,9 @@ struct Bf16PairSteps {
   }
   void step(int i, __m512 (&chain)[MR][NP]) const {
     __m512i w[NP];
-    for (int q = 0; q < NP; ++q) {
-      const uint16_t* line = panel[q] + static_cast<size_t>(i) * 2 * PackedMatrix::kPanel;
-      prefetch_ahead(line);
-      w[q] = _mm512_load_si512(line);
-    }
+    for (int q = 0; q < NP; ++q) w[q] = this->line(q, i);
     for (int m = 0; m < MR; ++m) {
-      const __m512i xm = _mm512_set1_epi32(static_cast<int>(x[m][i]));
+      const __m512i xm = _mm512_set1_epi32(static_cast<int>(this->x[m][i]));
       const __m512 x_odd = odd_of(xm), x_even = even_of(xm);
       for (int q = 0; q < NP; ++q) {
         chain[m][q] = _mm512_fmadd_ps(x_odd, odd_of(w[q]), chain[m][q]);

@@ -9,25 +9,14 @@ namespace pagedllm::cpu {
 namespace {
 
 template <int MR, int NP>
-struct DotSteps {
-  static constexpr int kBlock = kKBlock / 2;
-  const uint16_t* panel[NP];
-  const uint32_t* x[MR];
-  int pairs;
-  explicit DotSteps(const TileArgs& a) : pairs(a.xb->pairs) {
-    for (int q = 0; q < NP; ++q) panel[q] = a.w->bf16_panel(a.p + q);
-    for (int m = 0; m < MR; ++m) x[m] = a.xb->row(a.m0 + m);
-  }
-  int count() const { return pairs; }
+struct DotSteps : avx512::Bf16PairBase<MR, NP> {
+  using avx512::Bf16PairBase<MR, NP>::Bf16PairBase;
   void step(int i, __m512 (&chain)[MR][NP]) const {
     __m512bh w[NP];
-    for (int q = 0; q < NP; ++q) {
-      const uint16_t* line = panel[q] + static_cast<size_t>(i) * 2 * PackedMatrix::kPanel;
-      avx512::prefetch_ahead(line);
-      w[q] = reinterpret_cast<__m512bh>(_mm512_load_si512(line));
-    }
+    for (int q = 0; q < NP; ++q) w[q] = reinterpret_cast<__m512bh>(this->line(q, i));
     for (int m = 0; m < MR; ++m) {
-      const __m512bh xm = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(x[m][i])));
+      const __m512bh xm =
+          reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(this->x[m][i])));
       for (int q = 0; q < NP; ++q) chain[m][q] = _mm512_dpbf16_ps(chain[m][q], w[q], xm);
     }
   }

@@ -21,6 +21,27 @@ inline void prefetch_ahead(const void* line) {
   _mm_prefetch(static_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
 }
 
+// bf16 steps' state: one step is one k pair of panels [p, p + NP) and activation rows
+// [m0, m0 + MR), their base pointers taken once per tile.
+template <int MR, int NP>
+struct Bf16PairBase {
+  static constexpr int kBlock = kKBlock / 2;
+  const uint16_t* panel[NP];
+  const uint32_t* x[MR];
+  int pairs;
+  explicit Bf16PairBase(const TileArgs& a) : pairs(a.xb->pairs) {
+    for (int q = 0; q < NP; ++q) panel[q] = a.w->bf16_panel(a.p + q);
+    for (int m = 0; m < MR; ++m) x[m] = a.xb->row(a.m0 + m);
+  }
+  int count() const { return pairs; }
+  // Pair i's 64-byte line of panel q, prefetched ahead.
+  __m512i line(int q, int i) const {
+    const uint16_t* at = panel[q] + static_cast<size_t>(i) * 2 * PackedMatrix::kPanel;
+    prefetch_ahead(at);
+    return _mm512_load_si512(at);
+  }
+};
+
 // Columns of panel p + q that exist (below n_end).
 inline __mmask16 column_mask(const TileArgs& a, int q) {
   const int valid = std::clamp(a.n_end - (a.p + q) * PackedMatrix::kPanel, 0, PackedMatrix::kPanel);
