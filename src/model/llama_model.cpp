@@ -97,6 +97,7 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
   const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
   lin.qkv.apply(xb_.data(), tokens, qkv_.data());
   const int qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd;
+#pragma omp parallel for schedule(static) if (tokens > 8)
   for (int t = 0; t < tokens; ++t) {
     const float* row = qkv_.data() + static_cast<size_t>(t) * width;
     std::copy_n(row, qd, q_.data() + static_cast<size_t>(t) * qd);
@@ -128,13 +129,7 @@ void LlamaModel::mlp_block(int layer, int tokens) {
   cpu::rms_norm(x_.data(), w.ffn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
   const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
   lin.gate_up.apply(xb_.data(), tokens, gate_up_.data());
-  const int h = c.hidden_dim;
-  for (int t = 0; t < tokens; ++t) {
-    const float* row = gate_up_.data() + static_cast<size_t>(t) * 2 * h;
-    float* out = gate_.data() + static_cast<size_t>(t) * h;
-    std::copy_n(row, h, out);
-    cpu::silu_mul(out, row + h, h);
-  }
+  cpu::swiglu(gate_up_.data(), tokens, c.hidden_dim, gate_.data());
   lin.down.apply(gate_.data(), tokens, xb_.data());
   cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);
 }

@@ -1,9 +1,11 @@
 #include "kernels/cpu/paged_attention.h"
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/dequant.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -76,6 +78,60 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
           << "position " << p;
     }
   }
+}
+
+// Every token's K and V land at its slot (the layout's index for each head and d), rounded to
+// the cache's dtype; a padding token (-1) and all other slots stay untouched. 41 tokens, so the
+// store runs split over the threads.
+TEST_P(PagedAttention, ReshapeAndCacheStoresEachTokenAtItsSlotOnly) {
+  const int D = 16, heads = 2, block = 4, num_blocks = 16, tokens = 41;
+  const DType dtype = std::get<0>(GetParam());
+  KVCacheSpec spec{1, num_blocks, block, heads, D, dtype, std::get<1>(GetParam())};
+  PagedKVCache cache(spec);
+  std::mt19937 rng(9);
+  std::vector<int64_t> slots;
+  for (int64_t s = block; s < int64_t{num_blocks} * block; ++s) slots.push_back(s);  // not block 0
+  std::shuffle(slots.begin(), slots.end(), rng);
+  slots.resize(tokens);
+  slots[7] = -1;
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> k(static_cast<size_t>(tokens * heads * D)), v(k.size());
+  for (auto* t : {&k, &v}) {
+    for (float& x : *t) x = n(rng);
+  }
+  const KVCacheLayer layer = cache.layer(0);
+  cpu::reshape_and_cache(k.data(), v.data(), slots, layer);
+  const auto stored = [&](const void* base, size_t index) {
+    if (dtype == DType::kF32) return static_cast<const float*>(base)[index];
+    return cpu::bf16_to_f32(static_cast<const uint16_t*>(base)[index]);
+  };
+  const auto expected = [&](float x) {
+    return dtype == DType::kF32 ? x : cpu::bf16_to_f32(cpu::f32_to_bf16(x));
+  };
+  size_t written = 0;
+  for (int t = 0; t < tokens; ++t) {
+    if (slots[static_cast<size_t>(t)] < 0) continue;
+    const int64_t b = slots[static_cast<size_t>(t)] / block;
+    const int offset = static_cast<int>(slots[static_cast<size_t>(t)] % block);
+    for (int h = 0; h < heads; ++h) {
+      for (int d = 0; d < D; ++d) {
+        const size_t i = static_cast<size_t>((t * heads + h) * D + d);
+        ASSERT_EQ(stored(layer.key, layer.key_index(b, h, d, offset)), expected(k[i]))
+            << "token " << t << " head " << h << " d " << d;
+        ASSERT_EQ(stored(layer.value, layer.value_index(b, h, d, offset)), expected(v[i]))
+            << "token " << t << " head " << h << " d " << d;
+        written += 2;
+      }
+    }
+  }
+  size_t nonzero = 0;
+  for (const void* base : {layer.key, layer.value}) {
+    for (int64_t i = 0; i < spec.elements_per_layer(); ++i) {
+      nonzero += stored(base, static_cast<size_t>(i)) != 0.0f;
+    }
+  }
+  EXPECT_EQ(written, static_cast<size_t>(2 * (tokens - 1) * heads * D));
+  EXPECT_EQ(nonzero, written);
 }
 
 INSTANTIATE_TEST_SUITE_P(KvDtypesAndLayouts, PagedAttention,

@@ -24,6 +24,7 @@ void round_activations_to_bf16(const float* x, int M, int K, Bf16Activations& ou
   out.M = M;
   out.pairs = (K + 1) / 2;
   out.data.resize(static_cast<size_t>(M) * out.pairs);
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(M) * K > 65536)
   for (int m = 0; m < M; ++m) {
     const float* xr = x + static_cast<size_t>(m) * K;
     uint32_t* row = out.data.data() + static_cast<size_t>(m) * out.pairs;

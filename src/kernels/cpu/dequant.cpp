@@ -7,14 +7,6 @@
 
 namespace pagedllm::cpu {
 
-uint16_t f32_to_bf16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
-  const uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);  // round to nearest even
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
 uint16_t f32_to_f16(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, sizeof bits);

@@ -1,6 +1,7 @@
 // Conversions from stored weight formats to f32.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -41,7 +42,15 @@ inline float f16_to_f32(uint16_t h) {
 }
 
 uint16_t f32_to_f16(float f);
-uint16_t f32_to_bf16(float f);
+
+// Round to nearest even, NaN kept quiet. Inline: the KV cache store calls it per element.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if (std::isnan(f)) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  const uint32_t rounding = 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
 
 // Writes n (a multiple of block_elements(dtype)) floats decoded from src.
 void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n);

@@ -65,15 +65,18 @@ void apply_rope(float* x, int tokens, int n_heads, int head_dim, std::span<const
   }
 }
 
-void silu_mul(float* gate, const float* up, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+void swiglu(const float* gate_up, int tokens, int hidden, float* out) {
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(tokens) * hidden > 65536)
+  for (int t = 0; t < tokens; ++t) {
+    const float* gate = gate_up + static_cast<size_t>(t) * 2 * hidden;
+    const float* up = gate + hidden;
+    float* o = out + static_cast<size_t>(t) * hidden;
+    for (int i = 0; i < hidden; ++i) o[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
   }
 }
 
 void add_inplace(float* x, const float* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > 65536)
   for (int64_t i = 0; i < n; ++i) x[i] += y[i];
 }
 

@@ -20,10 +20,12 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& config);
 void apply_rope(float* x, int tokens, int n_heads, int head_dim, std::span<const int32_t> positions,
                 std::span<const float> inv_freq, RopeStyle style);
 
-// gate[i] = silu(gate[i]) * up[i].
-void silu_mul(float* gate, const float* up, int64_t n);
+// out[t][i] = silu(gate_up[t][i]) * gate_up[t][hidden + i]: the two halves of each row of a
+// fused gate/up product ([tokens, 2 * hidden]) into out ([tokens, hidden]). Large inputs are
+// split over the OpenMP threads by row; the result does not depend on the split.
+void swiglu(const float* gate_up, int tokens, int hidden, float* out);
 
-// x[i] += y[i].
+// x[i] += y[i]; large inputs are split over the OpenMP threads.
 void add_inplace(float* x, const float* y, int64_t n);
 
 }  // namespace pagedllm::cpu

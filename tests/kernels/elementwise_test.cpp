@@ -1,0 +1,110 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace pagedllm {
+namespace {
+
+std::vector<float> normal_values(size_t n, unsigned seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// 40 rows of 2100: large enough that the rows are split over the threads.
+TEST(Swiglu, MultipliesTheSiluOfEachRowsGateHalfByItsUpHalf) {
+  const int tokens = 40, hidden = 2100;
+  const auto gate_up = normal_values(static_cast<size_t>(tokens) * 2 * hidden, 1, 4.0f);
+  std::vector<float> out(static_cast<size_t>(tokens) * hidden);
+  cpu::swiglu(gate_up.data(), tokens, hidden, out.data());
+  for (int t = 0; t < tokens; ++t) {
+    for (int i = 0; i < hidden; ++i) {
+      const double g = gate_up[static_cast<size_t>(t) * 2 * hidden + i];
+      const double up = gate_up[static_cast<size_t>(t) * 2 * hidden + hidden + i];
+      const double want = g / (1.0 + std::exp(-g)) * up;
+      ASSERT_NEAR(out[static_cast<size_t>(t) * hidden + i], want, 1e-5 * std::abs(want) + 1e-30)
+          << "row " << t << " column " << i;
+    }
+  }
+  // A row computed alone gives the bits it gets in the split batch.
+  std::vector<float> alone(static_cast<size_t>(hidden));
+  cpu::swiglu(gate_up.data() + static_cast<size_t>(37) * 2 * hidden, 1, hidden, alone.data());
+  EXPECT_EQ(std::memcmp(alone.data(), out.data() + static_cast<size_t>(37) * hidden,
+                        alone.size() * sizeof(float)),
+            0);
+}
+
+TEST(AddInplace, AddsEveryElementOfALargeSplitArray) {
+  const size_t n = 100003;
+  auto x = normal_values(n, 2);
+  const auto y = normal_values(n, 3);
+  const auto before = x;
+  cpu::add_inplace(x.data(), y.data(), static_cast<int64_t>(n));
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], before[i] + y[i]) << "element " << i;
+}
+
+TEST(RmsNorm, ScalesEachRowToUnitRootMeanSquareTimesTheWeight) {
+  const int rows = 20, width = 300;
+  const float eps = 1e-5f;
+  const auto x = normal_values(static_cast<size_t>(rows) * width, 4, 3.0f);
+  const auto weight = normal_values(static_cast<size_t>(width), 5);
+  std::vector<float> out(x.size());
+  cpu::rms_norm(x.data(), weight.data(), out.data(), rows, width, eps);
+  for (int r = 0; r < rows; ++r) {
+    double mean_sq = 0;
+    for (int i = 0; i < width; ++i) {
+      const double v = x[static_cast<size_t>(r) * width + i];
+      mean_sq += v * v / width;
+    }
+    const double scale = 1.0 / std::sqrt(mean_sq + eps);
+    for (int i = 0; i < width; ++i) {
+      const size_t at = static_cast<size_t>(r) * width + i;
+      const double want = x[at] * scale * weight[static_cast<size_t>(i)];
+      ASSERT_NEAR(out[at], want, 1e-5 * std::abs(want) + 1e-7) << "row " << r << " column " << i;
+    }
+  }
+  std::vector<float> alone(static_cast<size_t>(width));
+  cpu::rms_norm(x.data() + 13 * width, weight.data(), alone.data(), 1, width, eps);
+  EXPECT_EQ(std::memcmp(alone.data(), out.data() + 13 * width, alone.size() * sizeof(float)), 0);
+}
+
+// Pair (a, b) of head h at position p turns by the angle p * inv_freq[i]: NeoX pairs i with
+// i + D/2, the interleaved style pairs 2i with 2i + 1.
+TEST(Rope, RotatesEachPairByItsPositionTimesItsFrequency) {
+  const int tokens = 12, heads = 3, D = 8;
+  ModelConfig config;
+  config.head_dim = D;
+  config.rope_theta = 10000.0f;
+  const auto inv_freq = cpu::rope_inverse_frequencies(config);
+  ASSERT_EQ(inv_freq.size(), static_cast<size_t>(D / 2));
+  EXPECT_FLOAT_EQ(inv_freq[1], static_cast<float>(std::pow(10000.0, -2.0 / D)));
+  std::vector<int32_t> positions(tokens);
+  for (int t = 0; t < tokens; ++t) positions[static_cast<size_t>(t)] = 5 * t + 3;
+  for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved}) {
+    const auto x = normal_values(static_cast<size_t>(tokens) * heads * D, 6);
+    auto y = x;
+    cpu::apply_rope(y.data(), tokens, heads, D, positions, inv_freq, style);
+    for (int t = 0; t < tokens; ++t) {
+      for (int h = 0; h < heads; ++h) {
+        const size_t base = (static_cast<size_t>(t) * heads + h) * D;
+        for (int i = 0; i < D / 2; ++i) {
+          const size_t a = base + (style == RopeStyle::kNeox ? i : 2 * i);
+          const size_t b = base + (style == RopeStyle::kNeox ? i + D / 2 : 2 * i + 1);
+          const double angle = positions[static_cast<size_t>(t)] * double{inv_freq[i]};
+          EXPECT_NEAR(y[a], x[a] * std::cos(angle) - x[b] * std::sin(angle), 1e-5);
+          EXPECT_NEAR(y[b], x[a] * std::sin(angle) + x[b] * std::cos(angle), 1e-5);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagedllm
