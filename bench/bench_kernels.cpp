@@ -192,8 +192,10 @@ void BM_Rope(benchmark::State& state) {
   c.head_dim = D;
   c.rope_theta = 500000.0f;
   const auto inv = cpu::rope_inverse_frequencies(c);
+  cpu::RopeAngles angles;
+  cpu::rope_angles(pos, inv, angles);
   for (auto _ : state) {
-    cpu::apply_rope(x.data(), tokens, heads, D, pos, inv, RopeStyle::kNeox);
+    cpu::apply_rope(x.data(), tokens, heads, angles, RopeStyle::kNeox);
     benchmark::DoNotOptimize(x.data());
   }
   state.counters["GB/s"] =

@@ -109,10 +109,8 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
     cpu::rms_norm(k_.data(), w.k_norm, k_.data(), tokens * c.n_kv_heads, c.head_dim, c.norm_eps);
   }
   const auto positions = in.positions_actual();
-  cpu::apply_rope(q_.data(), tokens, c.n_heads, c.head_dim, positions, inv_freq_,
-                  weights_->rope_style);
-  cpu::apply_rope(k_.data(), tokens, c.n_kv_heads, c.head_dim, positions, inv_freq_,
-                  weights_->rope_style);
+  cpu::apply_rope(q_.data(), tokens, c.n_heads, rope_, weights_->rope_style);
+  cpu::apply_rope(k_.data(), tokens, c.n_kv_heads, rope_, weights_->rope_style);
 
   KVCacheLayer cache = kv_cache_.layer(layer);
   cpu::reshape_and_cache(k_.data(), v_.data(), in.slot_mapping_actual(), cache);
@@ -140,6 +138,7 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
   if (tokens > max_tokens_)
     throw std::length_error("step has more tokens than the model's workspace");
   embed(in.input_ids_actual(), x_.data());
+  cpu::rope_angles(in.positions_actual(), inv_freq_, rope_);
   for (int l = 0; l < c.n_layers; ++l) {
     attention_block(l, in, tokens);
     mlp_block(l, tokens);

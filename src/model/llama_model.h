@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/cpu/elementwise.h"
 #include "kernels/kv_cache.h"
 #include "loader/model_weights.h"
 #include "model/linear_layer.h"
@@ -49,6 +50,7 @@ class LlamaModel : public Model {
   PagedKVCache& kv_cache_;
   int max_tokens_;
   std::vector<float> inv_freq_;
+  cpu::RopeAngles rope_;  // this step's, set at the start of forward()
   // Workspace, sized once for max_tokens.
   std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, gate_up_, gate_, last_;
 };

@@ -90,7 +90,10 @@ TEST(Rope, RotatesEachPairByItsPositionTimesItsFrequency) {
   for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved}) {
     const auto x = normal_values(static_cast<size_t>(tokens) * heads * D, 6);
     auto y = x;
-    cpu::apply_rope(y.data(), tokens, heads, D, positions, inv_freq, style);
+    cpu::RopeAngles angles;
+    cpu::rope_angles(positions, inv_freq, angles);
+    ASSERT_EQ(angles.half, D / 2);
+    cpu::apply_rope(y.data(), tokens, heads, angles, style);
     for (int t = 0; t < tokens; ++t) {
       for (int h = 0; h < heads; ++h) {
         const size_t base = (static_cast<size_t>(t) * heads + h) * D;

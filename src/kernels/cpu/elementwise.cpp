@@ -42,16 +42,32 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& c) {
   return inv;
 }
 
-void apply_rope(float* x, int tokens, int n_heads, int head_dim, std::span<const int32_t> positions,
-                std::span<const float> inv_freq, RopeStyle style) {
-  const int half = head_dim / 2;
+void rope_angles(std::span<const int32_t> positions, std::span<const float> inv_freq,
+                 RopeAngles& out) {
+  const auto tokens = static_cast<int64_t>(positions.size());
+  const auto half = static_cast<int64_t>(inv_freq.size());
+  out.half = static_cast<int>(half);
+  out.cos.resize(static_cast<size_t>(tokens * half));
+  out.sin.resize(out.cos.size());
+#pragma omp parallel for schedule(static) if (tokens > 8)
+  for (int64_t t = 0; t < tokens; ++t) {
+    const double pos = positions[static_cast<size_t>(t)];
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = pos * static_cast<double>(inv_freq[static_cast<size_t>(i)]);
+      out.cos[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
+      out.sin[static_cast<size_t>(t * half + i)] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
+void apply_rope(float* x, int tokens, int n_heads, const RopeAngles& angles, RopeStyle style) {
+  const int half = angles.half, head_dim = 2 * half;
 #pragma omp parallel for schedule(static) if (tokens > 8)
   for (int t = 0; t < tokens; ++t) {
-    const double pos = positions[static_cast<size_t>(t)];
+    const float* cos = angles.cos.data() + static_cast<size_t>(t) * half;
+    const float* sin = angles.sin.data() + static_cast<size_t>(t) * half;
     for (int i = 0; i < half; ++i) {
-      const double angle = pos * static_cast<double>(inv_freq[static_cast<size_t>(i)]);
-      const float c = static_cast<float>(std::cos(angle));
-      const float s = static_cast<float>(std::sin(angle));
+      const float c = cos[i], s = sin[i];
       // Interleaved rotates (2i, 2i+1); NeoX rotates (i, i + half).
       const int a = style == RopeStyle::kInterleaved ? 2 * i : i;
       const int b = style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;

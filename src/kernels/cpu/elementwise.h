@@ -16,9 +16,18 @@ void rms_norm(const float* x, const float* weight, float* out, int rows, int wid
 // Inverse frequencies theta^(-2i/head_dim), i < head_dim/2, with Llama 3 scaling when given.
 std::vector<float> rope_inverse_frequencies(const ModelConfig& config);
 
-// Rotates every head of x ([tokens, n_heads * head_dim]) by its token's position.
-void apply_rope(float* x, int tokens, int n_heads, int head_dim, std::span<const int32_t> positions,
-                std::span<const float> inv_freq, RopeStyle style);
+// cos and sin of position * inv_freq[i] per token ([tokens][half] each), computed once per
+// step and shared by every layer's queries and keys.
+struct RopeAngles {
+  int half = 0;
+  std::vector<float> cos, sin;
+};
+void rope_angles(std::span<const int32_t> positions, std::span<const float> inv_freq,
+                 RopeAngles& out);
+
+// Rotates every head of x ([tokens, n_heads * head_dim]) by its token's angles
+// (head_dim = 2 * angles.half).
+void apply_rope(float* x, int tokens, int n_heads, const RopeAngles& angles, RopeStyle style);
 
 // out[t][i] = silu(gate_up[t][i]) * gate_up[t][hidden + i]: the two halves of each row of a
 // fused gate/up product ([tokens, 2 * hidden]) into out ([tokens, hidden]). Large inputs are
