@@ -1,5 +1,7 @@
 #include "kernels/cpu/elementwise.h"
 
+#include "kernels/cpu/cpu_features.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,6 +41,43 @@ TEST(Swiglu, MultipliesTheSiluOfEachRowsGateHalfByItsUpHalf) {
   EXPECT_EQ(std::memcmp(alone.data(), out.data() + static_cast<size_t>(37) * hidden,
                         alone.size() * sizeof(float)),
             0);
+}
+
+// Restores the ISA in use when a test leaves, whatever it forced.
+struct IsaGuard {
+  cpu::Isa before = cpu::active_isa();
+  ~IsaGuard() { cpu::set_isa(before); }
+};
+
+// Rows of odd lengths (vector tails) over gates from -100 to 100, with zeros of both signs and
+// inputs where exp underflows: every path gives the portable loop's bits.
+TEST(Swiglu, EveryIsaPathIsBitIdenticalToThePortableLoop) {
+  IsaGuard guard;
+  int compared = 0;
+  for (int hidden : {1, 15, 16, 17, 100, 2049}) {
+    const int tokens = 3;
+    auto gate_up = normal_values(static_cast<size_t>(tokens) * 2 * hidden, 7, 30.0f);
+    gate_up[0] = 0.0f;
+    if (hidden > 2) {
+      gate_up[1] = -0.0f;
+      gate_up[2] = -100.0f;
+    }
+    std::vector<float> ref(static_cast<size_t>(tokens) * hidden), out(ref.size());
+    cpu::set_isa(cpu::Isa::kGeneric);
+    cpu::swiglu(gate_up.data(), tokens, hidden, ref.data());
+    for (cpu::Isa isa :
+         {cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Vnni, cpu::Isa::kAvx512Bf16}) {
+      if (!cpu::cpu_supports(isa)) continue;
+      cpu::set_isa(isa);
+      cpu::swiglu(gate_up.data(), tokens, hidden, out.data());
+      ASSERT_EQ(std::memcmp(out.data(), ref.data(), out.size() * sizeof(float)), 0)
+          << cpu::to_string(isa) << " hidden " << hidden;
+      ++compared;
+    }
+  }
+  if (cpu::cpu_supports(cpu::Isa::kAvx512)) {
+    EXPECT_GE(compared, 18);
+  }
 }
 
 TEST(AddInplace, AddsEveryElementOfALargeSplitArray) {

@@ -66,7 +66,7 @@ inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, fl
   const __m512 scaled = _mm512_mask_mul_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
                                            valid, s, _mm512_set1_ps(scale));
   const float new_max = std::max(qs.running_max, _mm512_reduce_max_ps(scaled));
-  const float correction = attention::exp_nonpositive(qs.running_max - new_max);
+  const float correction = cpu::exp_nonpositive(qs.running_max - new_max);
   const __m512 e =
       _mm512_maskz_mov_ps(valid, exp_nonpositive(_mm512_sub_ps(scaled, _mm512_set1_ps(new_max))));
   _mm512_store_ps(p, e);

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/exp_nonpositive.h"
+
 namespace pagedllm::cpu::attention {
 
 // Context positions per chunk. Chunk c covers positions 16c..16c+15. Its K tile holds K[d][o]
@@ -40,27 +42,6 @@ struct QueryState {
 //   acc   = acc * corr, then acc = fma(p[o], V[o], acc) for o = 0..15
 // A chunk wholly past pos is then an exact no-op (corr = exp(0) = 1, p = 0), so a kernel may
 // run a query over chunks beyond its own context (up to the sign of an exact zero in acc).
-
-// exp(x) for x <= 0 (softmax arguments): a Cephes-style range reduction and polynomial written
-// without libm and without fused operations, so that the vector paths repeat it op for op.
-// Internal linkage: each ISA's file compiles its own copy, so no linker can pick a wider one.
-static inline float exp_nonpositive(float x) {
-  x = std::max(x, -87.0f);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t bits;
-  std::memcpy(&bits, &p, 4);
-  bits += static_cast<int32_t>(n) << 23;
-  std::memcpy(&p, &bits, 4);
-  return p;
-}
 
 // Sum of 16 values by halves: (o, o + 8), then (o, o + 4), (o, o + 2), (o, o + 1).
 static inline float tree_sum16(float* v) {

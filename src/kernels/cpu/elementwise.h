@@ -33,6 +33,8 @@ void apply_rope(float* x, int tokens, int n_heads, const RopeAngles& angles, Rop
 // fused gate/up product ([tokens, 2 * hidden]) into out ([tokens, hidden]). Large inputs are
 // split over the OpenMP threads by row; the result does not depend on the split.
 void swiglu(const float* gate_up, int tokens, int hidden, float* out);
+// One row of it; call only when the CPU has AVX-512 (active_isa() >= Isa::kAvx512).
+void swiglu_row_avx512(const float* gate, const float* up, float* out, int n);
 
 // x[i] += y[i]; large inputs are split over the OpenMP threads.
 void add_inplace(float* x, const float* y, int64_t n);

@@ -1,0 +1,33 @@
+// exp(x) for x <= 0 (softmax arguments, and e^-|g| in SiLU): a Cephes-style range reduction
+// and polynomial written without libm and without fused operations, so that vector paths repeat
+// it op for op and compilers can vectorize it (the rounding of n is the add-and-subtract of
+// 1.5 * 2^23, which is round-to-nearest-even for |n| < 2^22, as roundscale's nearest mode).
+// Internal linkage: each ISA's file compiles its own copy, so no linker can pick a wider one.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+namespace pagedllm::cpu {
+
+static inline float exp_nonpositive(float x) {
+  x = std::max(x, -87.0f);
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float n = (x * 1.44269504088896341f + kRound) - kRound;
+  const float r = (x - n * 0.693359375f) + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits;
+  std::memcpy(&bits, &p, 4);
+  bits += static_cast<int32_t>(n) * (1 << 23);
+  std::memcpy(&p, &bits, 4);
+  return p;
+}
+
+}  // namespace pagedllm::cpu
