@@ -20,7 +20,8 @@ uint16_t bf16_flushed(float f) {
   return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
 }
 
-void round_activations_to_bf16(const float* x, int M, int K, Bf16Activations& out) {
+void round_activations_to_bf16(Isa isa, const float* x, int M, int K, Bf16Activations& out) {
+  const bool dot = isa >= Isa::kAvx512Bf16;
   out.M = M;
   out.pairs = (K + 1) / 2;
   out.data.resize(static_cast<size_t>(M) * out.pairs);
@@ -28,6 +29,10 @@ void round_activations_to_bf16(const float* x, int M, int K, Bf16Activations& ou
   for (int m = 0; m < M; ++m) {
     const float* xr = x + static_cast<size_t>(m) * K;
     uint32_t* row = out.data.data() + static_cast<size_t>(m) * out.pairs;
+    if (dot) {
+      round_row_to_bf16_dot(xr, K, row);
+      continue;
+    }
     for (int i = 0; i < K / 2; ++i) {
       row[i] = static_cast<uint32_t>(bf16_flushed(xr[2 * i])) |
                static_cast<uint32_t>(bf16_flushed(xr[2 * i + 1])) << 16;

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
+
 namespace pagedllm::cpu {
 
 struct Bf16Activations {
@@ -19,8 +21,13 @@ struct Bf16Activations {
   const uint32_t* row(int m) const { return data.data() + static_cast<size_t>(m) * pairs; }
 };
 
-// Rounds x[M][K] into out, reusing its buffer.
-void round_activations_to_bf16(const float* x, int M, int K, Bf16Activations& out);
+// Rounds x[M][K] into out, reusing its buffer; `isa` picks the code path (every path gives the
+// same bits), large inputs are split over the OpenMP threads by row.
+void round_activations_to_bf16(Isa isa, const float* x, int M, int K, Bf16Activations& out);
+
+// One row of it with AVX512-BF16's vcvtne2ps2bf16 (the same rounding, flush and NaN quieting);
+// call only when the CPU has AVX512-BF16. row holds ceil(K / 2) pairs.
+void round_row_to_bf16_dot(const float* x, int K, uint32_t* row);
 
 // f32 -> bf16 bits: round to nearest even, denormals (in or out) to a signed zero, NaN kept
 // quiet. Packing bf16 weights applies the same flush to their denormals.

@@ -145,7 +145,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   thread_local QuantizedActivations xq;
   thread_local Bf16Activations xb;
   if (w.storage() == PanelStorage::kInt8) quantize_activations(x, M, w.cols(), xq);
-  if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(x, M, w.cols(), xb);
+  if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(isa, x, M, w.cols(), xb);
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const Bf16Activations* rounded = &xb;
   const int panel_pairs = (w.panels() + 1) / 2;
