@@ -104,14 +104,18 @@ void tile(const TileArgs& a) {
         dot_group<MR, NP>(xq, a.m0, k + 4, high, dot[kChains - 1]);
       }
     } else {
-      for (int k = k0; k < k0 + B; k += 4) {
-        __m512i codes[NP];
-        for (int q = 0; q < NP; ++q) {
-          const uint8_t* at = w.u8_panel(a.p + q) + static_cast<size_t>(k) * 16;
-          _mm_prefetch(reinterpret_cast<const char*>(at + kPrefetchBytes), _MM_HINT_T0);
-          codes[q] = _mm512_load_si512(at);
+      // Each chain takes one 4-k group per pass; the chain index must be a constant, or g++
+      // keeps the accumulators on the stack (a store-to-load round trip per vpdpbusd).
+      for (int k = k0; k < k0 + B; k += 4 * kChains) {
+        for (int c = 0; c < kChains; ++c) {
+          __m512i codes[NP];
+          for (int q = 0; q < NP; ++q) {
+            const uint8_t* at = w.u8_panel(a.p + q) + static_cast<size_t>(k + 4 * c) * 16;
+            _mm_prefetch(reinterpret_cast<const char*>(at + kPrefetchBytes), _MM_HINT_T0);
+            codes[q] = _mm512_load_si512(at);
+          }
+          dot_group<MR, NP>(xq, a.m0, k + 4 * c, codes, dot[c]);
         }
-        dot_group<MR, NP>(xq, a.m0, k, codes, dot[(k / 4) % kChains]);
       }
     }
     if constexpr (kChains == 2) {
