@@ -32,7 +32,7 @@ TEST(Bf16Activations, EveryPathRoundsLikeBf16Flushed) {
                                       std::numeric_limits<float>::max(),
                                       -std::numeric_limits<float>::infinity(),
                                       std::numeric_limits<float>::quiet_NaN(),
-                                      from_bits(0x7F800001u),  // signalling NaN
+                                      from_bits(0x7F800001u),   // signalling NaN
                                       from_bits(0x00800000u)};  // smallest normal
   std::mt19937 rng(3);
   std::uniform_int_distribution<uint32_t> any_bits;
@@ -56,8 +56,8 @@ TEST(Bf16Activations, EveryPathRoundsLikeBf16Flushed) {
           const auto word = static_cast<uint16_t>(k % 2 == 0 ? pair : pair >> 16);
           const uint16_t want =
               k < K ? cpu::bf16_flushed(x[static_cast<size_t>(m) * K + k]) : uint16_t{0};
-          ASSERT_EQ(word, want) << cpu::to_string(isa) << " K=" << K << " row " << m << " k "
-                                << k << " input bits "
+          ASSERT_EQ(word, want) << cpu::to_string(isa) << " K=" << K << " row " << m << " k " << k
+                                << " input bits "
                                 << (k < K ? std::bit_cast<uint32_t>(x[m * K + k]) : 0u);
         }
       }

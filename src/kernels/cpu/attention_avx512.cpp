@@ -23,23 +23,6 @@ namespace pagedllm::cpu::attention {
 
 namespace {
 
-// attention_tile.h's exp_nonpositive on 16 lanes, op for op.
-inline __m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 r = _mm512_add_ps(_mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
-                                 _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  for (const float c :
-       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f}) {
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
-  }
-  p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
-  const __m512i shift = _mm512_slli_epi32(_mm512_cvttps_epi32(n), 23);
-  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), shift));
-}
-
 // attention_tile.h's tree_sum16: (o, o + 8), (o, o + 4), (o, o + 2), (o, o + 1).
 inline float tree_sum16(__m512 v) {
   const __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
@@ -67,8 +50,8 @@ inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, fl
                                            valid, s, _mm512_set1_ps(scale));
   const float new_max = std::max(qs.running_max, _mm512_reduce_max_ps(scaled));
   const float correction = cpu::exp_nonpositive(qs.running_max - new_max);
-  const __m512 e =
-      _mm512_maskz_mov_ps(valid, exp_nonpositive(_mm512_sub_ps(scaled, _mm512_set1_ps(new_max))));
+  const __m512 e = _mm512_maskz_mov_ps(
+      valid, cpu::exp_nonpositive(_mm512_sub_ps(scaled, _mm512_set1_ps(new_max))));
   _mm512_store_ps(p, e);
   qs.running_sum = std::fma(qs.running_sum, correction, tree_sum16(e));
   qs.running_max = new_max;

@@ -3,35 +3,17 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/exp_nonpositive.h"
 
 namespace pagedllm::cpu {
 
 namespace {
 
-// exp_nonpositive.h on 16 lanes.
-inline __m512 exp_nonpositive16(__m512 x) {
-  // The zero-masked forms: the unmasked ones trip g++ 12's -Wmaybe-uninitialized.
-  x = _mm512_maskz_max_ps(0xFFFF, x, _mm512_set1_ps(-87.0f));
-  const __m512 round = _mm512_set1_ps(12582912.0f);
-  const __m512 n = _mm512_sub_ps(
-      _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), round), round);
-  const __m512 r = _mm512_add_ps(_mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
-                                 _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  for (const float c :
-       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f}) {
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
-  }
-  p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
-  const __m512i shift = _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvttps_epi32(0xFFFF, n), 23);
-  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), shift));
-}
-
 // elementwise.cpp's silu(g) * up.
 inline __m512 swiglu16(__m512 g, __m512 up) {
   const __m512 minus_abs_g = _mm512_castsi512_ps(
       _mm512_or_si512(_mm512_castps_si512(g), _mm512_set1_epi32(static_cast<int>(0x80000000u))));
-  const __m512 e = exp_nonpositive16(minus_abs_g);
+  const __m512 e = exp_nonpositive(minus_abs_g);
   const __mmask16 nonnegative = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_GE_OQ);
   const __m512 numerator = _mm512_mask_mov_ps(e, nonnegative, _mm512_set1_ps(1.0f));
   const __m512 silu =

@@ -9,6 +9,10 @@
 #include <cstdint>
 #include <cstring>
 
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
 namespace pagedllm::cpu {
 
 static inline float exp_nonpositive(float x) {
@@ -29,5 +33,26 @@ static inline float exp_nonpositive(float x) {
   std::memcpy(&p, &bits, 4);
   return p;
 }
+
+#ifdef __AVX512F__
+// The same on 16 lanes, op for op (files compiled with -mavx512f only).
+static inline __m512 exp_nonpositive(__m512 x) {
+  // The zero-masked forms: the unmasked ones trip g++ 12's -Wmaybe-uninitialized.
+  x = _mm512_maskz_max_ps(0xFFFF, x, _mm512_set1_ps(-87.0f));
+  const __m512 round = _mm512_set1_ps(12582912.0f);
+  const __m512 n = _mm512_sub_ps(
+      _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), round), round);
+  const __m512 r = _mm512_add_ps(_mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
+                                 _mm512_mul_ps(n, _mm512_set1_ps(2.12194440e-4f)));
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  for (const float c :
+       {1.3981999507e-3f, 8.3334519073e-3f, 4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f}) {
+    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
+  }
+  p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, r), r), r), _mm512_set1_ps(1.0f));
+  const __m512i shift = _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvttps_epi32(0xFFFF, n), 23);
+  return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), shift));
+}
+#endif
 
 }  // namespace pagedllm::cpu
