@@ -86,7 +86,7 @@ void apply_rope(float* x, int tokens, int n_heads, const RopeAngles& angles, Rop
 namespace {
 
 // g * sigmoid(g) from e = exp(-|g|) <= 1, which cannot overflow: sigmoid(g) = 1 / (1 + e) for
-// g >= 0 and e / (1 + e) below. Branch-free, so the row loop vectorizes.
+// g >= 0 and e / (1 + e) below. swiglu_row_avx512 repeats it op for op.
 inline float silu(float g) {
   const float e = exp_nonpositive(-std::abs(g));
   return g * (g >= 0.0f ? 1.0f : e) / (1.0f + e);

@@ -1,7 +1,7 @@
 // exp(x) for x <= 0 (softmax arguments, and e^-|g| in SiLU): a Cephes-style range reduction
 // and polynomial written without libm and without fused operations, so that vector paths repeat
-// it op for op and compilers can vectorize it (the rounding of n is the add-and-subtract of
-// 1.5 * 2^23, which is round-to-nearest-even for |n| < 2^22, as roundscale's nearest mode).
+// it op for op. n is rounded by adding and subtracting 1.5 * 2^23 (round-to-nearest-even for
+// |n| < 2^22, as roundscale's nearest mode), not by a call to nearbyint.
 // Internal linkage: each ISA's file compiles its own copy, so no linker can pick a wider one.
 #pragma once
 
