@@ -130,12 +130,13 @@ BENCHMARK(BM_GemmQuantized)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// args: context length, query tokens (1 = decode)
+// args: context length, query tokens (1 = decode), KV cache dtype (0 f32, 1 bf16: a bf16 model's)
 void BM_PagedAttention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0)), queries = static_cast<int>(state.range(1));
+  const DType kv_dtype = state.range(2) != 0 ? DType::kBF16 : DType::kF32;
   const int heads = 32, kv_heads = 8, D = 64, block = 16;
   const int nblocks = (ctx + block - 1) / block;
-  KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, DType::kF32};
+  KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, kv_dtype};
   PagedKVCache cache(spec);
   std::vector<int32_t> table(static_cast<size_t>(nblocks));
   std::vector<int64_t> slots;
@@ -158,15 +159,18 @@ void BM_PagedAttention(benchmark::State& state) {
   for (int p : positions) pairs += p + 1;
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * heads * D * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["KV_GB/s"] = benchmark::Counter(2.0 * ctx * kv_heads * D * 4 * 1e-9,
+  const double element_bytes = kv_dtype == DType::kBF16 ? 2 : 4;
+  state.counters["KV_GB/s"] = benchmark::Counter(2.0 * ctx * kv_heads * D * element_bytes * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->ArgNames({"ctx", "queries"})
-    ->Args({128, 1})
-    ->Args({1024, 1})
-    ->Args({4096, 1})
-    ->Args({512, 512})
+    ->ArgNames({"ctx", "queries", "bf16"})
+    ->Args({128, 1, 0})
+    ->Args({1024, 1, 0})
+    ->Args({4096, 1, 0})
+    ->Args({4096, 1, 1})
+    ->Args({512, 512, 0})
+    ->Args({512, 512, 1})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -6,6 +6,11 @@
 // chunks (fewer where fewer are left), and every K and V vector loaded is used by all the queries
 // of the group.
 //
+// Prefill's groups of 8 are software-pipelined (attend_eight): the softmax of chunk c is a long
+// dependent chain (max, exp, sum) that the value products of chunk c wait for, so the scores of
+// chunk c + 1 are issued between the two to keep the FMA units busy meanwhile, and the 8 queries'
+// maxima, sums and corrections are reduced side by side in one vector rather than one by one.
+//
 // GCC 12's AVX-512 headers seed masked builtins with _mm512_undefined_*(), which
 // -W(maybe-)uninitialized reports at every use (GCC bug 105593); nothing here reads an
 // undefined value.
@@ -127,10 +132,112 @@ void attend_group(QueryState* qs, float scale, const Chunks<T>& ctx) {
   attend_range<NQ, C, DV>(qs, scale, ctx, 0, chunks);
 }
 
+// Lane i (i < 8) of the result: v[i]'s 16 lanes reduced by op in tree_sum16's order (o, o + 8),
+// (o, o + 4), (o, o + 2), (o, o + 1). Each step adds two vectors that hold one step's halves of
+// two queries, so the 8 reductions share 15 ops. Lanes 8..15 are unspecified.
+template <typename Op>
+inline __m512 reduce_eight(const __m512 (&v)[8], Op op) {
+  __m512 pair[4];  // queries 2j, 2j + 1: 8 lanes each
+  for (int j = 0; j < 4; ++j) {
+    pair[j] = op(_mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                 _mm512_shuffle_f32x4(v[2 * j], v[2 * j + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  __m512 quad[2];  // queries 4j .. 4j + 3: 4 lanes each, one 128-bit lane per query
+  for (int j = 0; j < 2; ++j) {
+    quad[j] = op(_mm512_shuffle_f32x4(pair[2 * j], pair[2 * j + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                 _mm512_shuffle_f32x4(pair[2 * j], pair[2 * j + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+  }
+  // 128-bit lane l: queries l and l + 4, two values each, then one each.
+  const __m512 two = op(_mm512_shuffle_ps(quad[0], quad[1], _MM_SHUFFLE(1, 0, 1, 0)),
+                        _mm512_shuffle_ps(quad[0], quad[1], _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 one = op(_mm512_shuffle_ps(two, two, _MM_SHUFFLE(2, 0, 2, 0)),
+                        _mm512_shuffle_ps(two, two, _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0),
+                               one);
+}
+
+// 8 queries' softmax state, lane i for query i (lanes 8..15 unused).
+struct EightState {
+  __m512 max, sum;
+};
+
+// softmax_update for 8 queries at once, op for op per query: lane i of max and sum, p[i], and
+// correction[i] get exactly what softmax_update gives query i.
+inline void softmax_eight(const QueryState* qs, const __m512 (&s)[8], int first, float scale,
+                          EightState& st, float (*p)[kChunk], float* correction) {
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  __mmask16 valid[8];
+  __m512 scaled[8];
+  for (int i = 0; i < 8; ++i) {
+    valid[i] = _mm512_cmple_epi32_mask(lane, _mm512_set1_epi32(qs[i].pos - first));
+    scaled[i] = _mm512_mask_mul_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
+                                   valid[i], s[i], _mm512_set1_ps(scale));
+  }
+  // std::max(a, b) is (a < b ? b : a), which _mm512_max_ps(b, a) is.
+  const __m512 chunk_max =
+      reduce_eight(scaled, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); });
+  const __m512 new_max = _mm512_max_ps(chunk_max, st.max);
+  _mm512_store_ps(correction, cpu::exp_nonpositive(_mm512_sub_ps(st.max, new_max)));
+  alignas(64) float max_of[kChunk];
+  _mm512_store_ps(max_of, new_max);
+  __m512 e[8];
+  for (int i = 0; i < 8; ++i) {
+    e[i] = _mm512_maskz_mov_ps(
+        valid[i], cpu::exp_nonpositive(_mm512_sub_ps(scaled[i], _mm512_set1_ps(max_of[i]))));
+    _mm512_store_ps(p[i], e[i]);
+  }
+  const __m512 sums = reduce_eight(e, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+  st.sum = _mm512_fmadd_ps(st.sum, _mm512_load_ps(correction), sums);
+  st.max = new_max;
+}
+
+// The scores of 8 queries for chunk ch: s[i] = fma over d of q_i[d] * K[d][o], from 0.
+template <int DV, typename T>
+[[gnu::always_inline]] inline void score_eight(const QueryState* qs, const Chunks<T>& ctx, int ch,
+                                               __m512 (&s)[8]) {
+  for (int i = 0; i < 8; ++i) s[i] = _mm512_setzero_ps();
+  const T* kt = ctx.k[ch];
+  for (int d = 0; d < DV * 16; ++d) {
+    const __m512 k = load16(kt + static_cast<size_t>(d) * ctx.ldk);
+    for (int i = 0; i < 8; ++i) s[i] = _mm512_fmadd_ps(_mm512_set1_ps(qs[i].q[d]), k, s[i]);
+  }
+}
+
+// 8 queries over the chunks the furthest of them reaches, the same arithmetic as
+// attend_group<8, 1>, pipelined: softmax(c), scores(c + 1), values(c).
+template <int DV, typename T>
+void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
+  int chunks = 0;
+  for (int i = 0; i < 8; ++i) chunks = std::max(chunks, qs[i].pos / kChunk + 1);
+  alignas(64) float max_of[kChunk] = {}, sum_of[kChunk] = {};
+  for (int i = 0; i < 8; ++i) {
+    max_of[i] = qs[i].running_max;
+    sum_of[i] = qs[i].running_sum;
+  }
+  EightState st{_mm512_load_ps(max_of), _mm512_load_ps(sum_of)};
+  constexpr int QB = 8 < 16 / DV ? 8 : 16 / DV;
+  __m512 s[8];
+  score_eight<DV>(qs, ctx, 0, s);
+  for (int ch = 0; ch < chunks; ++ch) {
+    alignas(64) float p[8][kChunk];
+    alignas(64) float correction[kChunk];
+    softmax_eight(qs, s, ch * kChunk, scale, st, p, correction);
+    if (ch + 1 < chunks) score_eight<DV>(qs, ctx, ch + 1, s);
+    for (int i = 0; i < 8; i += QB)
+      accumulate_values<QB, DV>(qs + i, p + i, correction + i, ctx.v[ch]);
+  }
+  _mm512_store_ps(max_of, st.max);
+  _mm512_store_ps(sum_of, st.sum);
+  for (int i = 0; i < 8; ++i) {
+    qs[i].running_max = max_of[i];
+    qs[i].running_sum = sum_of[i];
+  }
+}
+
 template <int DV, typename T>
 void attend_all(QueryState* qs, int nq, float scale, const Chunks<T>& ctx) {
   int i = 0;
-  for (; i + 8 <= nq; i += 8) attend_group<8, 1, DV>(qs + i, scale, ctx);
+  for (; i + 8 <= nq; i += 8) attend_eight<DV>(qs + i, scale, ctx);
   if (nq - i >= 4) {
     attend_group<4, 2, DV>(qs + i, scale, ctx);
     i += 4;
