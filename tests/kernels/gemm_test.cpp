@@ -172,9 +172,15 @@ TEST(Gemm, Bf16ProductFlushesDenormalsOnEveryPath) {
   const PackedMatrix packed(matrix);
   const std::vector<float> x = {tiny, tiny, 0x1p-128f, 2.0f};  // row 1 has a denormal activation
   const std::vector<float> bias = {0.0f, 0x1p-140f};           // a denormal bias
+  // The caller runs without FTZ/DAZ, and gets its MXCSR back: only its control bits, as bits
+  // 0-5 are sticky exception flags that any arithmetic may set.
+  _mm_setcsr(_mm_getcsr() & ~0x8040u);
+  const auto control = [] { return _mm_getcsr() & ~0x3Fu; };
+  const unsigned caller_csr = control();
   for (Isa isa : supported_paths()) {
     std::vector<float> y(4, -1.0f);
     gemm_packed(isa, x.data(), 2, packed, y.data(), bias.data());
+    EXPECT_EQ(control(), caller_csr) << "the flushing must end with the call";
     EXPECT_EQ(y[0], 0.0f) << to_string(isa);  // 2^-139 would be denormal
     EXPECT_EQ(y[1], 3.0f * tiny) << to_string(isa);
     EXPECT_EQ(y[2], 2.0f * tiny) << to_string(isa);  // the denormal activation counts as zero

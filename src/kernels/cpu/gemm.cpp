@@ -169,20 +169,29 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                     rounded};
   };
   const bool parallel = static_cast<int64_t>(M) * N * K > 65536;
+  const bool flush = w.storage() == PanelStorage::kBF16 && tile != gemm_tile_generic;
   if (row_tiles == 1) {
     // Decode: a static share per thread keeps each thread's weight stream contiguous, which
     // the prefetchers need (llama-110m q8_0 tg128, interleaved: 260-270 tok/s static, 200-229
     // with one panel pair per grab).
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int pp = 0; pp < panel_pairs; ++pp) tile(tile_args(pp, 0));
+#pragma omp parallel if (parallel)
+    {
+      const FlushDenormals flushing(flush);
+#pragma omp for schedule(static)
+      for (int pp = 0; pp < panel_pairs; ++pp) tile(tile_args(pp, 0));
+    }
     return;
   }
   // Panel pairs outermost so that a thread reuses one weight panel across its row tiles. Threads
   // take one panel pair at a time: on this shared host one core is often slowed, and a static
   // split left the other waiting (bench_kernels BM_Gemm medians of 7: 3-10 % faster dynamic).
-#pragma omp parallel for schedule(dynamic, row_tiles) collapse(2) if (parallel)
-  for (int pp = 0; pp < panel_pairs; ++pp) {
-    for (int rt = 0; rt < row_tiles; ++rt) tile(tile_args(pp, rt));
+#pragma omp parallel if (parallel)
+  {
+    const FlushDenormals flushing(flush);
+#pragma omp for schedule(dynamic, row_tiles) collapse(2)
+    for (int pp = 0; pp < panel_pairs; ++pp) {
+      for (int rt = 0; rt < row_tiles; ++rt) tile(tile_args(pp, rt));
+    }
   }
 }
 

@@ -61,17 +61,24 @@ struct TileArgs {
 void gemm_tile_generic(const TileArgs& a);
 
 // MXCSR's flush-to-zero and denormals-are-zero for this thread, for the scope's lifetime: how a
-// bf16 tile without vdpbf16ps gets its flushing.
+// bf16 tile without vdpbf16ps gets its flushing. A scope that finds them set already changes
+// nothing, so gemm_packed sets them once per thread and call rather than once per tile.
 class FlushDenormals {
  public:
-  FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFtz | kDaz); }
-  ~FlushDenormals() { _mm_setcsr(saved_); }
+  explicit FlushDenormals(bool enable = true) : saved_(_mm_getcsr()) {
+    changed_ = enable && (saved_ & kBoth) != kBoth;
+    if (changed_) _mm_setcsr(saved_ | kBoth);
+  }
+  ~FlushDenormals() {
+    if (changed_) _mm_setcsr(saved_);
+  }
   FlushDenormals(const FlushDenormals&) = delete;
   FlushDenormals& operator=(const FlushDenormals&) = delete;
 
  private:
-  static constexpr unsigned kFtz = 0x8000, kDaz = 0x40;
+  static constexpr unsigned kBoth = 0x8000 | 0x40;  // FTZ | DAZ
   unsigned saved_;
+  bool changed_;
 };
 void gemm_tile_avx2(const TileArgs& a);
 void gemm_tile_avx512(const TileArgs& a);
