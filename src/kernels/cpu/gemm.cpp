@@ -144,7 +144,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   // from several engine threads.
   thread_local QuantizedActivations xq;
   thread_local Bf16Activations xb;
-  if (w.storage() == PanelStorage::kInt8) quantize_activations(x, M, w.cols(), xq);
+  if (w.storage() == PanelStorage::kInt8) quantize_activations(isa, x, M, w.cols(), xq);
   if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(isa, x, M, w.cols(), xb);
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const Bf16Activations* rounded = &xb;

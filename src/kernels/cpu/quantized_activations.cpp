@@ -22,30 +22,39 @@ void quantize_block(const float* x, int8_t* q, float& scale) {
   }
 }
 
+// The portable path: quantize_block per block, then the codes' sums by 16.
+void quantize_row_portable(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16) {
+  for (int b = 0; b < K / QuantizedActivations::kBlock; ++b) {
+    quantize_block(x + b * QuantizedActivations::kBlock, codes + b * QuantizedActivations::kBlock,
+                   scales[b]);
+  }
+  for (int s = 0; s < K / 16; ++s) {
+    int32_t total = 0;
+    for (int i = 0; i < 16; ++i) total += codes[s * 16 + i];
+    sum16[s] = total;
+  }
+}
+
 }  // namespace
 
-void quantize_activations(const float* x, int M, int K, QuantizedActivations& out) {
+void quantize_activations(Isa isa, const float* x, int M, int K, QuantizedActivations& out) {
   out.M = M;
   out.K = K;
   const size_t blocks = static_cast<size_t>(K / QuantizedActivations::kBlock);
   out.codes.resize(static_cast<size_t>(M) * K);
   out.scales.resize(static_cast<size_t>(M) * blocks);
   out.sum16.resize(static_cast<size_t>(M) * (K / 16));
+  const auto row = isa >= Isa::kAvx512 ? quantize_row_avx512 : quantize_row_portable;
 #pragma omp parallel for schedule(static) if (static_cast <int64_t>(M) * K > 65536)
   for (int m = 0; m < M; ++m) {
-    const float* xr = x + static_cast<size_t>(m) * K;
-    int8_t* qr = out.codes.data() + static_cast<size_t>(m) * K;
-    for (size_t b = 0; b < blocks; ++b) {
-      quantize_block(xr + b * QuantizedActivations::kBlock, qr + b * QuantizedActivations::kBlock,
-                     out.scales[static_cast<size_t>(m) * blocks + b]);
-    }
-    int32_t* sums = out.sum16.data() + static_cast<size_t>(m) * (K / 16);
-    for (int s = 0; s < K / 16; ++s) {
-      int32_t total = 0;
-      for (int i = 0; i < 16; ++i) total += qr[s * 16 + i];
-      sums[s] = total;
-    }
+    row(x + static_cast<size_t>(m) * K, K, out.codes.data() + static_cast<size_t>(m) * K,
+        out.scales.data() + static_cast<size_t>(m) * blocks,
+        out.sum16.data() + static_cast<size_t>(m) * (K / 16));
   }
+}
+
+void quantize_activations(const float* x, int M, int K, QuantizedActivations& out) {
+  quantize_activations(active_isa(), x, M, K, out);
 }
 
 }  // namespace pagedllm::cpu

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/cpu_features.h"
+
 namespace pagedllm::cpu {
 
 struct QuantizedActivations {
@@ -36,7 +38,14 @@ struct QuantizedActivations {
   }
 };
 
-// Quantizes x[M][K] (K a multiple of 32) into out, reusing its buffers.
+// Quantizes x[M][K] (K a multiple of 32) into out, reusing its buffers; `isa` picks the code
+// path (every path gives the same bits), large inputs are split over the OpenMP threads by row.
+void quantize_activations(Isa isa, const float* x, int M, int K, QuantizedActivations& out);
+// The same on the active ISA.
 void quantize_activations(const float* x, int M, int K, QuantizedActivations& out);
+
+// One row with AVX-512 (call only when the CPU has AVX-512F/BW): codes [K], scales [K / 32],
+// sum16 [K / 16].
+void quantize_row_avx512(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16);
 
 }  // namespace pagedllm::cpu
