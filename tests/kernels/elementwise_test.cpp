@@ -148,5 +148,40 @@ TEST(Rope, RotatesEachPairByItsPositionTimesItsFrequency) {
   }
 }
 
+// Head sizes with vector tails (half 4, 20, 36) and without (32, 64), both styles, large
+// positions: every path gives the portable loop's bits.
+TEST(Rope, EveryIsaPathIsBitIdenticalToThePortableLoop) {
+  IsaGuard guard;
+  int compared = 0;
+  for (int D : {8, 40, 64, 72, 128}) {
+    const int tokens = 5, heads = 3;
+    ModelConfig config;
+    config.head_dim = D;
+    config.rope_theta = 500000.0f;
+    const auto inv_freq = cpu::rope_inverse_frequencies(config);
+    const std::vector<int32_t> positions = {0, 1, 77, 4095, 131071};
+    cpu::RopeAngles angles;
+    cpu::rope_angles(positions, inv_freq, angles);
+    for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kInterleaved}) {
+      const auto x = normal_values(static_cast<size_t>(tokens) * heads * D, 9, 50.0f);
+      cpu::set_isa(cpu::Isa::kGeneric);
+      auto ref = x;
+      cpu::apply_rope(ref.data(), tokens, heads, angles, style);
+      for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Bf16}) {
+        if (!cpu::cpu_supports(isa)) continue;
+        cpu::set_isa(isa);
+        auto y = x;
+        cpu::apply_rope(y.data(), tokens, heads, angles, style);
+        ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * sizeof(float)), 0)
+            << cpu::to_string(isa) << " D=" << D << " style " << static_cast<int>(style);
+        ++compared;
+      }
+    }
+  }
+  if (cpu::cpu_supports(cpu::Isa::kAvx512)) {
+    EXPECT_GE(compared, 20);
+  }
+}
+
 }  // namespace
 }  // namespace pagedllm

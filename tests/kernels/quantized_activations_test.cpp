@@ -43,9 +43,9 @@ TEST(QuantizedActivations, EveryIsaPathGivesThePortableCodesScalesAndSums) {
   EXPECT_EQ(ref.row(0)[32 + 17], 2);   // 1.5
   EXPECT_EQ(ref.row(0)[32 + 18], 2);   // 2.5
   EXPECT_EQ(ref.row(0)[32 + 31], 127);
-  EXPECT_EQ(ref.scale(0, 64), 0.0f);       // the zero block
-  EXPECT_EQ(ref.row(2)[32 + 4], 0);        // a NaN code is 0
-  EXPECT_EQ(ref.row(1)[64 + 7], 0);        // inf: scale inf, inverse 0, inf * 0 is NaN
+  EXPECT_EQ(ref.scale(0, 64), 0.0f);  // the zero block
+  EXPECT_EQ(ref.row(2)[32 + 4], 0);   // a NaN code is 0
+  EXPECT_EQ(ref.row(1)[64 + 7], 0);   // inf: scale inf, inverse 0, inf * 0 is NaN
   EXPECT_TRUE(std::isinf(ref.scale(1, 64)));
   int compared = 0;
   for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16}) {
