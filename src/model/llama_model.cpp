@@ -90,12 +90,9 @@ void LlamaModel::embed(std::span<const int32_t> ids, float* out) const {
   }
 }
 
-void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
+void LlamaModel::split_norm_rope_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
+                                       const KVCacheLayer& cache) {
   const ModelConfig& c = weights_->config;
-  const LayerWeights& w = weights_->layers[static_cast<size_t>(layer)];
-  cpu::rms_norm(x_.data(), w.attn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
-  const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
-  lin.qkv.apply(xb_.data(), tokens, qkv_.data());
   const int qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd;
 #pragma omp parallel for schedule(static) if (tokens > 8)
   for (int t = 0; t < tokens; ++t) {
@@ -104,18 +101,48 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
     std::copy_n(row + qd, kvd, k_.data() + static_cast<size_t>(t) * kvd);
     std::copy_n(row + qd + kvd, kvd, v_.data() + static_cast<size_t>(t) * kvd);
   }
-  if (w.q_norm) {
-    cpu::rms_norm(q_.data(), w.q_norm, q_.data(), tokens * c.n_heads, c.head_dim, c.norm_eps);
-    cpu::rms_norm(k_.data(), w.k_norm, k_.data(), tokens * c.n_kv_heads, c.head_dim, c.norm_eps);
-  }
-  const auto positions = in.positions_actual();
+  cpu::rms_norm(q_.data(), w.q_norm, q_.data(), tokens * c.n_heads, c.head_dim, c.norm_eps);
+  cpu::rms_norm(k_.data(), w.k_norm, k_.data(), tokens * c.n_kv_heads, c.head_dim, c.norm_eps);
   cpu::apply_rope(q_.data(), tokens, c.n_heads, rope_, weights_->rope_style);
   cpu::apply_rope(k_.data(), tokens, c.n_kv_heads, rope_, weights_->rope_style);
-
-  KVCacheLayer cache = kv_cache_.layer(layer);
   cpu::reshape_and_cache(k_.data(), v_.data(), in.slot_mapping_actual(), cache);
-  cpu::AttentionBatch batch{in.num_reqs, in.query_start_loc_view(), positions, in.block_table,
-                            in.max_blocks_per_req};
+}
+
+void LlamaModel::rope_and_cache(const ModelInputs& in, int tokens, const KVCacheLayer& cache) {
+  const ModelConfig& c = weights_->config;
+  const int qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd, half = rope_.half;
+  const auto slots = in.slot_mapping_actual();
+  // One pass per token over its qkv row while it is in L1: q rotated into q_, k rotated into
+  // k_ (the token's own row) and stored with v to the token's cache slot.
+#pragma omp parallel for schedule(static) if (tokens > 8)
+  for (int t = 0; t < tokens; ++t) {
+    const float* row = qkv_.data() + static_cast<size_t>(t) * width;
+    const float* cos = rope_.cos.data() + static_cast<size_t>(t) * half;
+    const float* sin = rope_.sin.data() + static_cast<size_t>(t) * half;
+    float* q = q_.data() + static_cast<size_t>(t) * qd;
+    float* k = k_.data() + static_cast<size_t>(t) * kvd;
+    std::copy_n(row, qd, q);
+    std::copy_n(row + qd, kvd, k);
+    cpu::rope_heads(q, c.n_heads, cos, sin, half, weights_->rope_style);
+    cpu::rope_heads(k, c.n_kv_heads, cos, sin, half, weights_->rope_style);
+    cpu::cache_token(k, row + qd + kvd, slots[static_cast<size_t>(t)], cache);
+  }
+}
+
+void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
+  const ModelConfig& c = weights_->config;
+  const LayerWeights& w = weights_->layers[static_cast<size_t>(layer)];
+  cpu::rms_norm(x_.data(), w.attn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
+  const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
+  lin.qkv.apply(xb_.data(), tokens, qkv_.data());
+  KVCacheLayer cache = kv_cache_.layer(layer);
+  if (w.q_norm) {
+    split_norm_rope_cache(w, in, tokens, cache);
+  } else {
+    rope_and_cache(in, tokens, cache);
+  }
+  cpu::AttentionBatch batch{in.num_reqs, in.query_start_loc_view(), in.positions_actual(),
+                            in.block_table, in.max_blocks_per_req};
   cpu::paged_attention(q_.data(), c.n_heads, batch, cache, attn_.data());
   lin.o.apply(attn_.data(), tokens, xb_.data());
   cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);

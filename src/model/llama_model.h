@@ -38,6 +38,11 @@ class LlamaModel : public Model {
  private:
   void embed(std::span<const int32_t> ids, float* out) const;
   void attention_block(int layer, const ModelInputs& in, int tokens);
+  // After the qkv product: q rotated into q_, k rotated and v stored to the cache. Qwen3's
+  // q/k norms come before the rotation, so their models take the pass-per-op form.
+  void rope_and_cache(const ModelInputs& in, int tokens, const KVCacheLayer& cache);
+  void split_norm_rope_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
+                             const KVCacheLayer& cache);
   void mlp_block(int layer, int tokens);
 
   struct LayerLinears {

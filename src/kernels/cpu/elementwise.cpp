@@ -62,28 +62,33 @@ void rope_angles(std::span<const int32_t> positions, std::span<const float> inv_
   }
 }
 
-void apply_rope(float* x, int tokens, int n_heads, const RopeAngles& angles, RopeStyle style) {
-  const int half = angles.half, head_dim = 2 * half;
+void rope_heads(float* x, int n_heads, const float* cos, const float* sin, int half,
+                RopeStyle style) {
   const bool avx512 = active_isa() >= Isa::kAvx512;
+  for (int h = 0; h < n_heads; ++h) {
+    float* v = x + static_cast<size_t>(h) * 2 * half;
+    if (avx512) {
+      rope_head_avx512(v, cos, sin, half, style);
+      continue;
+    }
+    for (int i = 0; i < half; ++i) {
+      // Interleaved rotates (2i, 2i+1); NeoX rotates (i, i + half).
+      const int a = style == RopeStyle::kInterleaved ? 2 * i : i;
+      const int b = style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * cos[i] - x1 * sin[i];
+      v[b] = x0 * sin[i] + x1 * cos[i];
+    }
+  }
+}
+
+void apply_rope(float* x, int tokens, int n_heads, const RopeAngles& angles, RopeStyle style) {
+  const int half = angles.half;
 #pragma omp parallel for schedule(static) if (tokens > 8)
   for (int t = 0; t < tokens; ++t) {
-    const float* cos = angles.cos.data() + static_cast<size_t>(t) * half;
-    const float* sin = angles.sin.data() + static_cast<size_t>(t) * half;
-    for (int h = 0; h < n_heads; ++h) {
-      float* v = x + (static_cast<size_t>(t) * n_heads + h) * head_dim;
-      if (avx512) {
-        rope_head_avx512(v, cos, sin, half, style);
-        continue;
-      }
-      for (int i = 0; i < half; ++i) {
-        // Interleaved rotates (2i, 2i+1); NeoX rotates (i, i + half).
-        const int a = style == RopeStyle::kInterleaved ? 2 * i : i;
-        const int b = style == RopeStyle::kInterleaved ? 2 * i + 1 : i + half;
-        const float x0 = v[a], x1 = v[b];
-        v[a] = x0 * cos[i] - x1 * sin[i];
-        v[b] = x0 * sin[i] + x1 * cos[i];
-      }
-    }
+    rope_heads(x + static_cast<size_t>(t) * n_heads * 2 * half, n_heads,
+               angles.cos.data() + static_cast<size_t>(t) * half,
+               angles.sin.data() + static_cast<size_t>(t) * half, half, style);
   }
 }
 

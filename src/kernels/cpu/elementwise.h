@@ -28,7 +28,11 @@ void rope_angles(std::span<const int32_t> positions, std::span<const float> inv_
 // Rotates every head of x ([tokens, n_heads * head_dim]) by its token's angles
 // (head_dim = 2 * angles.half).
 void apply_rope(float* x, int tokens, int n_heads, const RopeAngles& angles, RopeStyle style);
-// One head of it (cos, sin: the token's `half` angles); call only when the CPU has AVX-512.
+// The heads of one token (x: [n_heads, 2 * half]; cos, sin: the token's `half` angles), as
+// apply_rope rotates them.
+void rope_heads(float* x, int n_heads, const float* cos, const float* sin, int half,
+                RopeStyle style);
+// One head of it; call only when the CPU has AVX-512.
 void rope_head_avx512(float* head, const float* cos, const float* sin, int half, RopeStyle style);
 
 // out[t][i] = silu(gate_up[t][i]) * gate_up[t][hidden + i]: the two halves of each row of a

@@ -23,38 +23,42 @@ inline void store(uint16_t* p, float v) {
 }
 
 template <typename T>
-void reshape_and_cache_impl(const float* key, const float* value,
-                            std::span<const int64_t> slot_mapping, const KVCacheLayer& cache) {
+void cache_token_impl(const float* k, const float* v, int64_t slot, const KVCacheLayer& cache) {
+  if (slot < 0) return;
   const auto& s = cache.spec;
   T* kc = static_cast<T*>(cache.key);
   T* vc = static_cast<T*>(cache.value);
-  const int width = s.num_kv_heads * s.head_size;
+  const int64_t block = slot / s.block_size;
+  const int offset = static_cast<int>(slot % s.block_size);
+  for (int h = 0; h < s.num_kv_heads; ++h) {
+    const float* kh = k + h * s.head_size;
+    const float* vh = v + h * s.head_size;
+    if (s.layout == KVLayout::kCpu) {  // K[d][offset] rows of stride block_size, V[offset][d]
+      T* kd = kc + cache.key_index(block, h, 0, offset);
+      T* vd = vc + cache.value_index(block, h, 0, offset);
+      for (int d = 0; d < s.head_size; ++d)
+        store(kd + static_cast<size_t>(d) * s.block_size, kh[d]);
+      for (int d = 0; d < s.head_size; ++d) store(vd + d, vh[d]);
+      continue;
+    }
+    for (int d = 0; d < s.head_size; ++d) {
+      store(kc + cache.key_index(block, h, d, offset), kh[d]);
+      store(vc + cache.value_index(block, h, d, offset), vh[d]);
+    }
+  }
+}
+
+template <typename T>
+void reshape_and_cache_impl(const float* key, const float* value,
+                            std::span<const int64_t> slot_mapping, const KVCacheLayer& cache) {
+  const int width = cache.spec.num_kv_heads * cache.spec.head_size;
   const auto tokens = static_cast<int64_t>(slot_mapping.size());
   // Each token owns its slot, so the tokens' writes never overlap.
 #pragma omp parallel for schedule(static) if (tokens > 8)
   for (int64_t t = 0; t < tokens; ++t) {
-    const int64_t slot = slot_mapping[static_cast<size_t>(t)];
-    if (slot < 0) continue;
-    const int64_t block = slot / s.block_size;
-    const int offset = static_cast<int>(slot % s.block_size);
-    const float* k = key + static_cast<size_t>(t) * width;
-    const float* v = value + static_cast<size_t>(t) * width;
-    for (int h = 0; h < s.num_kv_heads; ++h) {
-      const float* kh = k + h * s.head_size;
-      const float* vh = v + h * s.head_size;
-      if (s.layout == KVLayout::kCpu) {  // K[d][offset] rows of stride block_size, V[offset][d]
-        T* kd = kc + cache.key_index(block, h, 0, offset);
-        T* vd = vc + cache.value_index(block, h, 0, offset);
-        for (int d = 0; d < s.head_size; ++d)
-          store(kd + static_cast<size_t>(d) * s.block_size, kh[d]);
-        for (int d = 0; d < s.head_size; ++d) store(vd + d, vh[d]);
-        continue;
-      }
-      for (int d = 0; d < s.head_size; ++d) {
-        store(kc + cache.key_index(block, h, d, offset), kh[d]);
-        store(vc + cache.value_index(block, h, d, offset), vh[d]);
-      }
-    }
+    cache_token_impl<T>(key + static_cast<size_t>(t) * width,
+                        value + static_cast<size_t>(t) * width,
+                        slot_mapping[static_cast<size_t>(t)], cache);
   }
 }
 
@@ -206,6 +210,14 @@ void reshape_and_cache(const float* key, const float* value, std::span<const int
     reshape_and_cache_impl<uint16_t>(key, value, slot_mapping, cache);
   } else {
     reshape_and_cache_impl<float>(key, value, slot_mapping, cache);
+  }
+}
+
+void cache_token(const float* key, const float* value, int64_t slot, const KVCacheLayer& cache) {
+  if (cache.spec.dtype == DType::kBF16) {
+    cache_token_impl<uint16_t>(key, value, slot, cache);
+  } else {
+    cache_token_impl<float>(key, value, slot, cache);
   }
 }
 

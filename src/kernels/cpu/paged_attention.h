@@ -21,6 +21,8 @@ struct AttentionBatch {
 // is skipped.
 void reshape_and_cache(const float* key, const float* value, std::span<const int64_t> slot_mapping,
                        KVCacheLayer cache);
+// One token of it: key and value are its [num_kv_heads * head_size] rows.
+void cache_token(const float* key, const float* value, int64_t slot, const KVCacheLayer& cache);
 
 // out[t, h] = softmax(q[t, h] . K[0..p] / sqrt(head_size)) . V[0..p] where p is token t's
 // position: a token sees keys 0..p of its own request (causal by position), read through the
