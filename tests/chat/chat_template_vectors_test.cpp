@@ -20,10 +20,16 @@ std::string read_all(const std::filesystem::path& p) {
   return ss.str();
 }
 
+std::string templates_dir() {
+  return test::shared_dir() + "/vectors/chat-templates";
+}
+
+// Called while the test list is built (ctest lists the tests before running any), so a missing
+// directory gives no names here rather than an exception; TemplatesArePresent reports it.
 std::vector<std::string> template_names() {
   std::vector<std::string> names;
-  for (const auto& e :
-       std::filesystem::directory_iterator(test::shared_dir() + "/vectors/chat-templates")) {
+  std::error_code missing;
+  for (const auto& e : std::filesystem::directory_iterator(templates_dir(), missing)) {
     if (e.path().extension() == ".jinja") names.push_back(e.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -32,8 +38,15 @@ std::vector<std::string> template_names() {
 
 class ChatTemplateVectors : public ::testing::TestWithParam<std::string> {};
 
+TEST(ChatTemplateVectorsDir, TemplatesArePresent) {
+  ASSERT_TRUE(std::filesystem::is_directory(templates_dir()))
+      << templates_dir() << " is missing: clone the project beside ../shared or set "
+      << "PAGEDLLM_SHARED_DIR";
+  EXPECT_FALSE(template_names().empty());
+}
+
 TEST_P(ChatTemplateVectors, RendersAsPythonJinja2) {
-  const std::string dir = test::shared_dir() + "/vectors/chat-templates/";
+  const std::string dir = templates_dir() + "/";
   const auto expected =
       nlohmann::ordered_json::parse(read_all(dir + "expected/" + GetParam() + ".expected.json"));
   const ChatTemplate tmpl(read_all(dir + GetParam() + ".jinja"));
