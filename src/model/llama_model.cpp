@@ -74,7 +74,6 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
   qkv_.resize(t * (c.q_dim() + 2 * c.kv_dim()));
   q_.resize(t * c.q_dim());
   k_.resize(t * c.kv_dim());
-  v_.resize(t * c.kv_dim());
   attn_.resize(t * c.q_dim());
   gate_up_.resize(t * 2 * c.hidden_dim);
   gate_.resize(t * c.hidden_dim);
@@ -90,30 +89,14 @@ void LlamaModel::embed(std::span<const int32_t> ids, float* out) const {
   }
 }
 
-void LlamaModel::split_norm_rope_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
-                                       const KVCacheLayer& cache) {
-  const ModelConfig& c = weights_->config;
-  const int qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd;
-#pragma omp parallel for schedule(static) if (tokens > 8)
-  for (int t = 0; t < tokens; ++t) {
-    const float* row = qkv_.data() + static_cast<size_t>(t) * width;
-    std::copy_n(row, qd, q_.data() + static_cast<size_t>(t) * qd);
-    std::copy_n(row + qd, kvd, k_.data() + static_cast<size_t>(t) * kvd);
-    std::copy_n(row + qd + kvd, kvd, v_.data() + static_cast<size_t>(t) * kvd);
-  }
-  cpu::rms_norm(q_.data(), w.q_norm, q_.data(), tokens * c.n_heads, c.head_dim, c.norm_eps);
-  cpu::rms_norm(k_.data(), w.k_norm, k_.data(), tokens * c.n_kv_heads, c.head_dim, c.norm_eps);
-  cpu::apply_rope(q_.data(), tokens, c.n_heads, rope_, weights_->rope_style);
-  cpu::apply_rope(k_.data(), tokens, c.n_kv_heads, rope_, weights_->rope_style);
-  cpu::reshape_and_cache(k_.data(), v_.data(), in.slot_mapping_actual(), cache);
-}
-
-void LlamaModel::rope_and_cache(const ModelInputs& in, int tokens, const KVCacheLayer& cache) {
+void LlamaModel::rope_and_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
+                                const KVCacheLayer& cache) {
   const ModelConfig& c = weights_->config;
   const int qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd, half = rope_.half;
   const auto slots = in.slot_mapping_actual();
-  // One pass per token over its qkv row while it is in L1: q rotated into q_, k rotated into
-  // k_ (the token's own row) and stored with v to the token's cache slot.
+  // One pass per token over its qkv row while it is in L1: q (normed first where the model has
+  // q/k norms, as Qwen3) rotated into q_, k the same into k_ (the token's own row) and stored
+  // with v to the token's cache slot.
 #pragma omp parallel for schedule(static) if (tokens > 8)
   for (int t = 0; t < tokens; ++t) {
     const float* row = qkv_.data() + static_cast<size_t>(t) * width;
@@ -123,6 +106,10 @@ void LlamaModel::rope_and_cache(const ModelInputs& in, int tokens, const KVCache
     float* k = k_.data() + static_cast<size_t>(t) * kvd;
     std::copy_n(row, qd, q);
     std::copy_n(row + qd, kvd, k);
+    if (w.q_norm) {
+      cpu::rms_norm(q, w.q_norm, q, c.n_heads, c.head_dim, c.norm_eps);
+      cpu::rms_norm(k, w.k_norm, k, c.n_kv_heads, c.head_dim, c.norm_eps);
+    }
     cpu::rope_heads(q, c.n_heads, cos, sin, half, weights_->rope_style);
     cpu::rope_heads(k, c.n_kv_heads, cos, sin, half, weights_->rope_style);
     cpu::cache_token(k, row + qd + kvd, slots[static_cast<size_t>(t)], cache);
@@ -136,11 +123,7 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
   const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
   lin.qkv.apply(xb_.data(), tokens, qkv_.data());
   KVCacheLayer cache = kv_cache_.layer(layer);
-  if (w.q_norm) {
-    split_norm_rope_cache(w, in, tokens, cache);
-  } else {
-    rope_and_cache(in, tokens, cache);
-  }
+  rope_and_cache(w, in, tokens, cache);
   cpu::AttentionBatch batch{in.num_reqs, in.query_start_loc_view(), in.positions_actual(),
                             in.block_table, in.max_blocks_per_req};
   cpu::paged_attention(q_.data(), c.n_heads, batch, cache, attn_.data());

@@ -38,11 +38,10 @@ class LlamaModel : public Model {
  private:
   void embed(std::span<const int32_t> ids, float* out) const;
   void attention_block(int layer, const ModelInputs& in, int tokens);
-  // After the qkv product: q rotated into q_, k rotated and v stored to the cache. Qwen3's
-  // q/k norms come before the rotation, so their models take the pass-per-op form.
-  void rope_and_cache(const ModelInputs& in, int tokens, const KVCacheLayer& cache);
-  void split_norm_rope_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
-                             const KVCacheLayer& cache);
+  // After the qkv product: q normed (where the layer has q/k norms) and rotated into q_, k the
+  // same, and k and v stored to the cache.
+  void rope_and_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
+                      const KVCacheLayer& cache);
   void mlp_block(int layer, int tokens);
 
   struct LayerLinears {
@@ -57,7 +56,7 @@ class LlamaModel : public Model {
   std::vector<float> inv_freq_;
   cpu::RopeAngles rope_;  // this step's, set at the start of forward()
   // Workspace, sized once for max_tokens.
-  std::vector<float> x_, xb_, qkv_, q_, k_, v_, attn_, gate_up_, gate_, last_;
+  std::vector<float> x_, xb_, qkv_, q_, k_, attn_, gate_up_, gate_, last_;
 };
 
 }  // namespace pagedllm

@@ -177,7 +177,8 @@ inline void softmax_eight(const QueryState* qs, const __m512 (&s)[8], int first,
   const __m512 chunk_max =
       reduce_eight(scaled, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); });
   const __m512 new_max = _mm512_max_ps(chunk_max, st.max);
-  _mm512_store_ps(correction, cpu::exp_nonpositive(_mm512_sub_ps(st.max, new_max)));
+  const __m512 corrections = cpu::exp_nonpositive(_mm512_sub_ps(st.max, new_max));
+  _mm512_store_ps(correction, corrections);
   alignas(64) float max_of[kChunk];
   _mm512_store_ps(max_of, new_max);
   __m512 e[8];
@@ -187,7 +188,7 @@ inline void softmax_eight(const QueryState* qs, const __m512 (&s)[8], int first,
     _mm512_store_ps(p[i], e[i]);
   }
   const __m512 sums = reduce_eight(e, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
-  st.sum = _mm512_fmadd_ps(st.sum, _mm512_load_ps(correction), sums);
+  st.sum = _mm512_fmadd_ps(st.sum, corrections, sums);
   st.max = new_max;
 }
 

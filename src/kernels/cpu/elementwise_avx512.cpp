@@ -56,10 +56,9 @@ void rope_interleaved(float* head, const float* cos, const float* sin, int half)
     const __m512 x = _mm512_maskz_loadu_ps(m, head + 2 * i);
     const __m512 swapped =
         _mm512_maskz_permute_ps(0xFFFF, x, _MM_SHUFFLE(2, 3, 0, 1));  // (x1, x0) per pair
-    const __m512 xs = _mm512_mul_ps(swapped, s);
+    const __m512 xc = _mm512_mul_ps(x, c), xs = _mm512_mul_ps(swapped, s);
     // Even lanes subtract x1 * s, odd lanes add x0 * s.
-    const __m512 rotated =
-        _mm512_mask_add_ps(_mm512_sub_ps(_mm512_mul_ps(x, c), xs), odd, _mm512_mul_ps(x, c), xs);
+    const __m512 rotated = _mm512_mask_add_ps(_mm512_sub_ps(xc, xs), odd, xc, xs);
     _mm512_mask_storeu_ps(head + 2 * i, m, rotated);
   }
 }
