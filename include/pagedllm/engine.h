@@ -34,6 +34,9 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   bool enable_chunked_prefill = true;
   int threads = 0;  // 0: the physical cores
+  // bf16 matrix products: "auto" (oneDNN where it has AMX), "native" (bit-identical across
+  // ISAs and batch sizes) or "onednn". Process-wide, like the thread count.
+  std::string matmul_backend = "auto";
   // Off, outputs carry only token ids and logprobs; the caller detokenizes (a server does it on
   // its own threads so that a step never waits on text).
   bool detokenize = true;

@@ -39,6 +39,11 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
                 "Disable chunked prefill: a prompt is scheduled whole or waits");
   cmd->add_option("--threads", o.threads, "Compute threads; default: the physical cores")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--matmul-backend", o.matmul_backend,
+                  "bf16 matrix products: auto (oneDNN where it runs AMX, else native), native "
+                  "(bit-identical across ISAs and batch sizes) or onednn")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "native", "onednn"}));
 }
 
 }  // namespace pagedllm::cli

@@ -14,6 +14,7 @@
 
 #include "engine/engine_core.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemm_onednn.h"
 #include "kernels/kv_cache.h"
 #include "loader/hf_cache.h"
 #include "loader/load_model.h"
@@ -78,6 +79,13 @@ struct Engine::Impl {
     const ModelConfig& mc = weights->config;
     threads = o.threads > 0 ? o.threads : physical_cores();
     omp_set_num_threads(threads);
+    try {
+      cpu::set_matmul_backend(o.matmul_backend == "auto"
+                                  ? cpu::matmul_backend_from_env()
+                                  : cpu::parse_matmul_backend(o.matmul_backend));
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(e.what());
+    }
 
     auto& s = config.scheduler;
     s.max_model_len = o.max_model_len > 0 ? o.max_model_len : mc.max_seq_len;
@@ -317,7 +325,8 @@ std::string Engine::describe() const {
      << " max_num_seqs=" << c.scheduler.max_num_seqs
      << " prefix_caching=" << (c.cache.enable_prefix_caching ? "on" : "off")
      << " chunked_prefill=" << (c.scheduler.enable_chunked_prefill ? "on" : "off")
-     << " isa=" << cpu::to_string(cpu::active_isa()) << " cpu=[" << cpu::cpu_flags_summary() << "]";
+     << " isa=" << cpu::to_string(cpu::active_isa()) << " matmul=" << cpu::describe_matmul_backend()
+     << " cpu=[" << cpu::cpu_flags_summary() << "]";
   return os.str();
 }
 

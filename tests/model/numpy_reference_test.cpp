@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/engine_core.h"
+#include "kernels/cpu/gemm_onednn.h"
 #include "loader/load_model.h"
 #include "loader/model_export.h"
 #include "model/llama_model.h"
@@ -36,11 +37,15 @@ struct Case {
   double tolerance;
   DType kv_dtype = DType::kF32;
   bool k_quant_mix = false;  // Q6_K for attn_v, ffn_down and output, as llama.cpp's Q4_K_M
+  // bf16 products of 8 rows or more through oneDNN (gemm_onednn.h); the prompt then goes
+  // through a 16-token budget, so that its prefill has 13 rows.
+  bool onednn = false;
 };
 
 std::string name_of(const Case& c) {
   std::string n = std::string(c.preset) + "_" + (c.gguf ? "gguf_" : "hf_") + to_string(c.dtype) +
-                  (c.kv_dtype == DType::kBF16 ? "_kv_bf16" : "") + (c.k_quant_mix ? "_M" : "");
+                  (c.kv_dtype == DType::kBF16 ? "_kv_bf16" : "") + (c.k_quant_mix ? "_M" : "") +
+                  (c.onednn ? "_onednn" : "");
   for (char& ch : n) {
     if (ch == '-') ch = '_';
   }
@@ -97,6 +102,13 @@ class NumpyReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(NumpyReference, LastPositionLogitsMatch) {
   const Case& c = GetParam();
+  if (c.onednn && cpu::onednn_isa() == "none") GTEST_SKIP() << "oneDNN has no bf16 matmul here";
+  const cpu::MatmulBackend saved = cpu::matmul_backend();
+  cpu::set_matmul_backend(c.onednn ? cpu::MatmulBackend::kOneDnn : cpu::MatmulBackend::kNative);
+  struct Restore {
+    cpu::MatmulBackend backend;
+    ~Restore() { cpu::set_matmul_backend(backend); }
+  } restore{saved};
   ExportSpec spec;
   spec.config = preset_config(c.preset);
   spec.dtype = c.dtype;
@@ -115,7 +127,7 @@ TEST_P(NumpyReference, LastPositionLogitsMatch) {
   cfg.cache.block_size = 4;
   cfg.cache.num_blocks = 64;
   cfg.scheduler.max_model_len = 128;
-  cfg.scheduler.max_num_batched_tokens = 4;
+  cfg.scheduler.max_num_batched_tokens = c.onednn ? 16 : 4;
   cfg.scheduler.max_num_seqs = 4;
   PagedKVCache cache(LlamaModel::kv_cache_spec(weights->config, cfg.cache.num_blocks,
                                                cfg.cache.block_size, c.kv_dtype));
@@ -154,7 +166,10 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"tiny-kquant", true, DType::kQ4_K, 3e-2},
         Case{"tiny-kquant", true, DType::kQ5_K, 3e-2},
         Case{"tiny-kquant", true, DType::kQ6_K, 3e-2},
-        Case{"tiny-kquant", true, DType::kQ4_K, 3e-2, DType::kF32, true}),
+        Case{"tiny-kquant", true, DType::kQ4_K, 3e-2, DType::kF32, true},
+        Case{"tiny", true, DType::kBF16, 1e-4, DType::kF32, false, true},
+        Case{"tiny-llama3", false, DType::kBF16, 1e-4, DType::kF32, false, true},
+        Case{"tiny-qwen2", false, DType::kBF16, 1e-4, DType::kF32, false, true}),
     [](const auto& info) { return name_of(info.param); });
 
 }  // namespace

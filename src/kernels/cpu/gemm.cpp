@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "kernels/cpu/dequant.h"
+#include "kernels/cpu/gemm_onednn.h"
 
 namespace pagedllm::cpu {
 
@@ -196,6 +197,11 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
 }
 
 void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y, const float* bias) {
+  if (uses_onednn(w, M)) {
+    thread_local Bf16Activations xb;
+    round_activations_to_bf16(active_isa(), x, M, w.cols(), xb);
+    if (gemm_bf16_onednn(xb, M, w, y, bias)) return;
+  }
   gemm_packed(active_isa(), x, M, w, y, bias);
 }
 

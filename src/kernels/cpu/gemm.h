@@ -37,9 +37,11 @@ namespace pagedllm::cpu {
 constexpr int kKBlock = 256;
 constexpr int kMaxTileRows = 4;
 
+// Where the process's matmul backend says so (gemm_onednn.h), a bf16 product of at least
+// kOneDnnMinRows rows goes to oneDNN instead, in oneDNN's order of additions.
 void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias = nullptr);
-// The same on an explicit path (tests compare paths).
+// The same on an explicit native path, never oneDNN (tests compare paths).
 void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias);
 

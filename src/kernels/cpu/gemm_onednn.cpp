@@ -1,0 +1,177 @@
+#include "kernels/cpu/gemm_onednn.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
+#include <stdexcept>
+#include <tuple>
+
+#include "kernels/cpu/cpu_features.h"
+
+namespace pagedllm::cpu {
+
+namespace {
+
+using dnnl::memory;
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+memory::desc weights_desc(int K, int N) {
+  return memory::desc({K, N}, memory::data_type::bf16, memory::format_tag::BA16a16b2a);
+}
+
+// A matmul primitive for one shape, or none where oneDNN has no bf16 matmul for this CPU.
+std::optional<dnnl::matmul::primitive_desc> make_matmul(int M, int K, int N, bool bias) {
+  const memory::desc src({M, K}, memory::data_type::bf16, memory::format_tag::ab);
+  const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  const memory::desc b = bias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab)
+                              : memory::desc();
+  try {
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_desc(K, N), b, dst),
+                                        cpu_engine());
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
+
+// Primitives by (M, K, N, bias). Creating one costs tens of microseconds; a chunked-prefill
+// server sees a few hundred distinct M, so the cache is simply cleared when it grows past that.
+class MatmulCache {
+ public:
+  const dnnl::matmul* get(int M, int K, int N, bool bias) {
+    const Key key{M, K, N, bias};
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second ? &*it->second : nullptr;
+    if (cache_.size() >= kCapacity) cache_.clear();
+    std::optional<dnnl::matmul> made;
+    if (const auto pd = make_matmul(M, K, N, bias)) made.emplace(*pd);
+    return (cache_[key] = std::move(made)) ? &*cache_[key] : nullptr;
+  }
+
+ private:
+  using Key = std::tuple<int, int, int, bool>;
+  static constexpr size_t kCapacity = 1024;
+  std::mutex mutex_;
+  // std::map: a node's address is stable, so a primitive handed out stays valid until cleared.
+  std::map<Key, std::optional<dnnl::matmul>> cache_;
+};
+
+MatmulCache& matmul_cache() {
+  static MatmulCache cache;
+  return cache;
+}
+
+}  // namespace
+
+MatmulBackend matmul_backend_from_env() {
+  const char* env = std::getenv("PAGEDLLM_MATMUL");
+  if (!env) return MatmulBackend::kAuto;
+  try {
+    return parse_matmul_backend(env);
+  } catch (const std::invalid_argument&) {
+    return MatmulBackend::kAuto;
+  }
+}
+
+namespace {
+
+std::atomic<MatmulBackend>& current() {
+  static std::atomic<MatmulBackend> backend{matmul_backend_from_env()};
+  return backend;
+}
+
+// What oneDNN would run a bf16 product on, probed once by creating one (the kernel's name says
+// its ISA): a CPU can advertise AMX that the OS does not let a process use.
+const std::string& probed_impl() {
+  static const std::string name = [] {
+    const auto pd = make_matmul(64, 64, 64, false);
+    return pd ? std::string(pd->impl_info_str()) : std::string("none");
+  }();
+  return name;
+}
+
+}  // namespace
+
+const char* to_string(MatmulBackend backend) {
+  switch (backend) {
+    case MatmulBackend::kAuto:
+      return "auto";
+    case MatmulBackend::kNative:
+      return "native";
+    case MatmulBackend::kOneDnn:
+      return "onednn";
+  }
+  return "?";
+}
+
+MatmulBackend parse_matmul_backend(const std::string& name) {
+  if (name == "auto") return MatmulBackend::kAuto;
+  if (name == "native") return MatmulBackend::kNative;
+  if (name == "onednn") return MatmulBackend::kOneDnn;
+  throw std::invalid_argument("matmul backend must be auto, native or onednn, got '" + name + "'");
+}
+
+MatmulBackend matmul_backend() {
+  return current().load(std::memory_order_relaxed);
+}
+
+void set_matmul_backend(MatmulBackend backend) {
+  current().store(backend);
+}
+
+std::string onednn_isa() {
+  return probed_impl();
+}
+
+bool onednn_has_amx() {
+  return probed_impl().find("amx") != std::string::npos;
+}
+
+std::string describe_matmul_backend() {
+  const MatmulBackend backend = matmul_backend();
+  const bool onednn = backend == MatmulBackend::kOneDnn ||
+                      (backend == MatmulBackend::kAuto && active_isa() == Isa::kAvx512Bf16 &&
+                       onednn_has_amx());
+  return std::string(to_string(backend)) + ":" +
+         (onednn ? "onednn[" + onednn_isa() + "]" : std::string("native"));
+}
+
+bool onednn_can_read(const PackedMatrix& w) {
+  return w.is_bf16() && w.cols() % 32 == 0;
+}
+
+bool uses_onednn(const PackedMatrix& w, int M) {
+  if (M < kOneDnnMinRows || !onednn_can_read(w)) return false;
+  return describe_matmul_backend().find("onednn[") != std::string::npos;
+}
+
+bool gemm_bf16_onednn(const Bf16Activations& xb, int M, const PackedMatrix& w, float* y,
+                      const float* bias) {
+  const int K = w.cols(), N = w.rows();
+  const dnnl::matmul* matmul = matmul_cache().get(M, K, N, bias != nullptr);
+  if (!matmul) return false;
+  dnnl::engine& engine = cpu_engine();
+  thread_local dnnl::stream stream(engine);
+  // oneDNN takes non-const handles; it only reads the source, weights and bias.
+  memory src({{M, K}, memory::data_type::bf16, memory::format_tag::ab}, engine,
+             const_cast<uint32_t*>(xb.row(0)));
+  memory weights(weights_desc(K, N), engine, const_cast<uint16_t*>(w.bf16_panel(0)));
+  memory dst({{M, N}, memory::data_type::f32, memory::format_tag::ab}, engine, y);
+  std::unordered_map<int, memory> args{
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+  if (bias) {
+    args.emplace(DNNL_ARG_BIAS, memory({{1, N}, memory::data_type::f32, memory::format_tag::ab},
+                                       engine, const_cast<float*>(bias)));
+  }
+  matmul->execute(stream, args);
+  stream.wait();
+  return true;
+}
+
+}  // namespace pagedllm::cpu
