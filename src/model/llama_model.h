@@ -13,6 +13,7 @@
 #include "loader/model_weights.h"
 #include "model/linear_layer.h"
 #include "model/model.h"
+#include "util/aligned_allocator.h"
 
 namespace pagedllm {
 
@@ -56,7 +57,9 @@ class LlamaModel : public Model {
   std::vector<float> inv_freq_;
   cpu::RopeAngles rope_;  // this step's, set at the start of forward()
   // Workspace, sized once for max_tokens.
-  std::vector<float> x_, xb_, qkv_, q_, k_, attn_, gate_up_, gate_, last_;
+  // On cache lines: oneDNN's AMX kernels read and write whole 64-byte rows (aligned_allocator.h).
+  using Activations = std::vector<float, AlignedAllocator<float>>;
+  Activations x_, xb_, qkv_, q_, k_, attn_, gate_up_, gate_, last_;
 };
 
 }  // namespace pagedllm

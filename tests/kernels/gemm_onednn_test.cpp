@@ -60,7 +60,8 @@ void expect_close_to_reference(const std::vector<float>& x, int M, const Bf16Mat
                                bf16_to_f32(w.bits[static_cast<size_t>(n) * K + k]));
       }
       const size_t i = static_cast<size_t>(m) * N + n;
-      ASSERT_NEAR(got[i], want[i], 4e-6 * magnitude + 1e-30) << "M=" << M << " K=" << K << " N=" << N << " m=" << m << " n=" << n;
+      ASSERT_NEAR(got[i], want[i], 4e-6 * magnitude + 1e-30)
+          << "M=" << M << " K=" << K << " N=" << N << " m=" << m << " n=" << n;
     }
   }
 }

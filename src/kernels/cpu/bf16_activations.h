@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_features.h"
+#include "util/aligned_allocator.h"
 
 namespace pagedllm::cpu {
 
 struct Bf16Activations {
   int M = 0, pairs = 0;  // pairs = ceil(K / 2) per row
-  std::vector<uint32_t> data;
+  std::vector<uint32_t, AlignedAllocator<uint32_t>>
+      data;  // rows start on cache lines when K % 32 == 0
 
   const uint32_t* row(int m) const { return data.data() + static_cast<size_t>(m) * pairs; }
 };

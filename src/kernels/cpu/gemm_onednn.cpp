@@ -30,8 +30,8 @@ memory::desc weights_desc(int K, int N) {
 std::optional<dnnl::matmul::primitive_desc> make_matmul(int M, int K, int N, bool bias) {
   const memory::desc src({M, K}, memory::data_type::bf16, memory::format_tag::ab);
   const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc b = bias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab)
-                              : memory::desc();
+  const memory::desc b =
+      bias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab) : memory::desc();
   try {
     return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_desc(K, N), b, dst),
                                         cpu_engine());
@@ -47,7 +47,8 @@ class MatmulCache {
   const dnnl::matmul* get(int M, int K, int N, bool bias) {
     const Key key{M, K, N, bias};
     std::lock_guard<std::mutex> lock(mutex_);
-    if (const auto it = cache_.find(key); it != cache_.end()) return it->second ? &*it->second : nullptr;
+    if (const auto it = cache_.find(key); it != cache_.end())
+      return it->second ? &*it->second : nullptr;
     if (cache_.size() >= kCapacity) cache_.clear();
     std::optional<dnnl::matmul> made;
     if (const auto pd = make_matmul(M, K, N, bias)) made.emplace(*pd);
@@ -135,9 +136,9 @@ bool onednn_has_amx() {
 
 std::string describe_matmul_backend() {
   const MatmulBackend backend = matmul_backend();
-  const bool onednn = backend == MatmulBackend::kOneDnn ||
-                      (backend == MatmulBackend::kAuto && active_isa() == Isa::kAvx512Bf16 &&
-                       onednn_has_amx());
+  const bool onednn =
+      backend == MatmulBackend::kOneDnn ||
+      (backend == MatmulBackend::kAuto && active_isa() == Isa::kAvx512Bf16 && onednn_has_amx());
   return std::string(to_string(backend)) + ":" +
          (onednn ? "onednn[" + onednn_isa() + "]" : std::string("native"));
 }

@@ -5,10 +5,11 @@
 //
 // oneDNN reads the packed weights in place, so no second copy is kept: a bf16 PackedMatrix
 // ([N/16][K/2][16][2], packed_matrix.h) is oneDNN's BA16a16b2a layout of the [K, N] weight when K
-// is a multiple of 32 (that layout's k blocks are 16 x 2, and it pads K to whole blocks). Activations are the same bf16 rounding as the native path
-// (bf16_activations.h), so a product differs from the native one only in the order its f32
-// partial sums are added: it is not bit-identical to gemm.h's order, nor invariant to the batch
-// size. That is why the backend is chosen per process and logged.
+// is a multiple of 32 (that layout's k blocks are 16 x 2, and it pads K to whole blocks).
+// Activations are the same bf16 rounding as the native path (bf16_activations.h), so a product
+// differs from the native one only in the order its f32 partial sums are added: it is not
+// bit-identical to gemm.h's order, nor invariant to the batch size. That is why the backend is
+// chosen per process and logged.
 #pragma once
 
 #include <string>
@@ -19,7 +20,8 @@
 namespace pagedllm::cpu {
 
 enum class MatmulBackend {
-  kAuto,    // oneDNN where it multiplies bf16 with AMX and the native ISA is not narrowed; else native
+  kAuto,    // oneDNN where it multiplies bf16 with AMX and the native ISA is not narrowed; else
+            // native
   kNative,  // gemm.h's kernels everywhere: bit-identical across ISAs and batch sizes
   kOneDnn,  // oneDNN for every bf16 product of at least kOneDnnMinRows rows
 };
