@@ -125,6 +125,13 @@ TileFn tile_for(Isa isa, PanelStorage storage) {
                              : gemm_tile_generic;
 }
 
+// The AVX-512 f32 tile takes 6 rows: per k, 2 weight lines and 6 broadcasts feed 12 FMAs, where
+// 4 rows leave the loads (with the prefetches) as busy as the two FMA pipes.
+int rows_per_tile(TileFn tile, PanelStorage storage) {
+  return tile == gemm_tile_avx512 && storage == PanelStorage::kF32 ? kMaxTileRows + 2
+                                                                   : kMaxTileRows;
+}
+
 }  // namespace
 
 // The reference path: the exact orders of gemm.h, written plainly.
@@ -150,13 +157,14 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const Bf16Activations* rounded = &xb;
   const int panel_pairs = (w.panels() + 1) / 2;
-  const int row_tiles = (M + kMaxTileRows - 1) / kMaxTileRows;
+  const int tile_rows = rows_per_tile(tile, w.storage());
+  const int row_tiles = (M + tile_rows - 1) / tile_rows;
   const int K = w.cols(), N = w.rows();
   const auto tile_args = [&](int pp, int rt) {
-    const int m0 = rt * kMaxTileRows, p = 2 * pp;
+    const int m0 = rt * tile_rows, p = 2 * pp;
     return TileArgs{x + static_cast<size_t>(m0) * K,
                     K,
-                    std::min(kMaxTileRows, M - m0),
+                    std::min(tile_rows, M - m0),
                     K,
                     &w,
                     p,

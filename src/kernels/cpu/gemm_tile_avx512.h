@@ -99,8 +99,12 @@ void dispatch(const TileArgs& a) {
       return two ? tile<2, 2, Steps>(a) : tile<2, 1, Steps>(a);
     case 3:
       return two ? tile<3, 2, Steps>(a) : tile<3, 1, Steps>(a);
-    default:
+    case 4:
       return two ? tile<4, 2, Steps>(a) : tile<4, 1, Steps>(a);
+    case 5:
+      return two ? tile<5, 2, Steps>(a) : tile<5, 1, Steps>(a);
+    default:
+      return two ? tile<6, 2, Steps>(a) : tile<6, 1, Steps>(a);
   }
 }
 
