@@ -16,6 +16,7 @@
 #include "kernels/cpu/dequant.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/gemm_onednn.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/kv_cache.h"
 
@@ -37,7 +38,8 @@ void BM_Gemm(benchmark::State& state) {
   const int K = static_cast<int>(state.range(2));
   // 0 f32, 1 bf16 (vdpbf16ps where the CPU has it), 2 bf16 on the AVX-512F path (f32 FMA, the
   // same bits): the two bf16 rows side by side show what the dot product instruction buys.
-  const bool bf16 = state.range(3) != 0;
+  // 3 bf16 through oneDNN's matmul (AMX where the CPU has it; gemm_onednn.h).
+  const bool bf16 = state.range(3) != 0, onednn = state.range(3) == 3;
   const cpu::Isa isa =
       state.range(3) == 2 ? std::min(cpu::active_isa(), cpu::Isa::kAvx512Vnni) : cpu::active_isa();
   auto w32 = random_vector(static_cast<size_t>(N) * K, 1);
@@ -50,10 +52,18 @@ void BM_Gemm(benchmark::State& state) {
   const cpu::PackedMatrix packed(w);
   auto x = random_vector(static_cast<size_t>(M) * K, 2);
   std::vector<float> y(static_cast<size_t>(M) * N);
+  const cpu::MatmulBackend saved = cpu::matmul_backend();
+  cpu::set_matmul_backend(onednn ? cpu::MatmulBackend::kOneDnn : cpu::MatmulBackend::kNative);
+  if (onednn && !cpu::uses_onednn(packed, M)) state.SkipWithError("oneDNN does not take this shape");
   for (auto _ : state) {
-    cpu::gemm_packed(isa, x.data(), M, packed, y.data(), nullptr);
+    if (onednn) {
+      cpu::gemm_packed(x.data(), M, packed, y.data());
+    } else {
+      cpu::gemm_packed(isa, x.data(), M, packed, y.data(), nullptr);
+    }
     benchmark::DoNotOptimize(y.data());
   }
+  cpu::set_matmul_backend(saved);
   const double flops = 2.0 * M * N * K;
   state.counters["GFLOP/s"] =
       benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
@@ -77,6 +87,12 @@ BENCHMARK(BM_Gemm)
     ->Args({32, 16384, 2048, 2})
     ->Args({512, 3072, 2048, 1})
     ->Args({512, 3072, 2048, 2})
+    ->Args({32, 4096, 768, 3})
+    ->Args({512, 4096, 768, 3})
+    ->Args({32, 16384, 2048, 3})
+    ->Args({512, 3072, 2048, 3})
+    ->Args({512, 16384, 2048, 3})
+    ->Args({512, 2048, 8192, 3})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -127,6 +143,12 @@ BENCHMARK(BM_GemmQuantized)
     ->Args({32, 16384, 2048, 2})
     ->Args({512, 3072, 2048, 1})
     ->Args({512, 3072, 2048, 2})
+    ->Args({32, 4096, 768, 3})
+    ->Args({512, 4096, 768, 3})
+    ->Args({32, 16384, 2048, 3})
+    ->Args({512, 3072, 2048, 3})
+    ->Args({512, 16384, 2048, 3})
+    ->Args({512, 2048, 8192, 3})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
