@@ -7,6 +7,10 @@ set -euo pipefail
 model=$1
 threads=${2:-2}
 out=${3:-docs/batch-scaling.png}
+if ! command -v gnuplot >/dev/null 2>&1; then  # a docs tool, so not in install-deps.sh
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo=sudo
+  $sudo apt-get install -y -qq --no-install-recommends gnuplot-nox
+fi
 data=$(mktemp)
 for b in 1 4 16 32 64 128; do
   tps=$(./build/pagedllm bench throughput --model "$model" --num-prompts "$b" --input-len 128 \
