@@ -54,7 +54,8 @@ void BM_Gemm(benchmark::State& state) {
   std::vector<float> y(static_cast<size_t>(M) * N);
   const cpu::MatmulBackend saved = cpu::matmul_backend();
   cpu::set_matmul_backend(onednn ? cpu::MatmulBackend::kOneDnn : cpu::MatmulBackend::kNative);
-  if (onednn && !cpu::uses_onednn(packed, M)) state.SkipWithError("oneDNN does not take this shape");
+  if (onednn && !cpu::uses_onednn(packed, M))
+    state.SkipWithError("oneDNN does not take this shape");
   for (auto _ : state) {
     if (onednn) {
       cpu::gemm_packed(x.data(), M, packed, y.data());
