@@ -40,26 +40,26 @@ std::optional<dnnl::matmul::primitive_desc> make_matmul(int M, int K, int N, boo
   }
 }
 
-// Primitives by (M, K, N, bias). Creating one costs tens of microseconds; a chunked-prefill
-// server sees a few hundred distinct M, so the cache is simply cleared when it grows past that.
+// Primitives by (M, K, N, bias). Creating one costs 0.06-0.35 ms (BENCHMARKS.md run I); a
+// chunked-prefill server sees a few hundred distinct M, so the cache is simply cleared when it
+// grows past that. A primitive is a reference-counted handle: the copy get() returns stays valid
+// while another thread clears the cache.
 class MatmulCache {
  public:
-  const dnnl::matmul* get(int M, int K, int N, bool bias) {
+  std::optional<dnnl::matmul> get(int M, int K, int N, bool bias) {
     const Key key{M, K, N, bias};
     std::lock_guard<std::mutex> lock(mutex_);
-    if (const auto it = cache_.find(key); it != cache_.end())
-      return it->second ? &*it->second : nullptr;
+    if (const auto it = cache_.find(key); it != cache_.end()) return it->second;
     if (cache_.size() >= kCapacity) cache_.clear();
     std::optional<dnnl::matmul> made;
     if (const auto pd = make_matmul(M, K, N, bias)) made.emplace(*pd);
-    return (cache_[key] = std::move(made)) ? &*cache_[key] : nullptr;
+    return cache_[key] = std::move(made);
   }
 
  private:
   using Key = std::tuple<int, int, int, bool>;
   static constexpr size_t kCapacity = 1024;
   std::mutex mutex_;
-  // std::map: a node's address is stable, so a primitive handed out stays valid until cleared.
   std::map<Key, std::optional<dnnl::matmul>> cache_;
 };
 
@@ -155,7 +155,7 @@ bool uses_onednn(const PackedMatrix& w, int M) {
 bool gemm_bf16_onednn(const Bf16Activations& xb, int M, const PackedMatrix& w, float* y,
                       const float* bias) {
   const int K = w.cols(), N = w.rows();
-  const dnnl::matmul* matmul = matmul_cache().get(M, K, N, bias != nullptr);
+  const std::optional<dnnl::matmul> matmul = matmul_cache().get(M, K, N, bias != nullptr);
   if (!matmul) return false;
   dnnl::engine& engine = cpu_engine();
   thread_local dnnl::stream stream(engine);
