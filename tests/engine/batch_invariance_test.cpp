@@ -1,6 +1,7 @@
 // Batch invariance, a promise pagedllm makes: a request's greedy tokens do not depend on what it
 // is batched with, how its prompt is chunked, the block size, preemption or prefix caching.
-// Checked on the shared trained models with f32 KV.
+// Checked on the shared trained models with f32 KV. (bf16 weights keep it only on the native
+// matmul backend: oneDNN's AMX products, gemm_onednn.h, add in a batch-dependent order.)
 #include <gtest/gtest.h>
 
 #include <random>
