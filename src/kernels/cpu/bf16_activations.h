@@ -17,8 +17,8 @@ namespace pagedllm::cpu {
 
 struct Bf16Activations {
   int M = 0, pairs = 0;  // pairs = ceil(K / 2) per row
-  std::vector<uint32_t, AlignedAllocator<uint32_t>>
-      data;  // rows start on cache lines when K % 32 == 0
+  // Rows start on cache lines when K % 32 == 0 (what oneDNN's AMX kernels need at full speed).
+  std::vector<uint32_t, AlignedAllocator<uint32_t>> data;
 
   const uint32_t* row(int m) const { return data.data() + static_cast<size_t>(m) * pairs; }
 };

@@ -7,7 +7,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "kernels/cpu/cpu_features.h"
 
@@ -22,19 +24,26 @@ dnnl::engine& cpu_engine() {
   return engine;
 }
 
+// The operands as gemm_packed holds them: bf16 rows, the packed panels read in place, f32 rows.
+memory::desc src_desc(int M, int K) {
+  return memory::desc({M, K}, memory::data_type::bf16, memory::format_tag::ab);
+}
 memory::desc weights_desc(int K, int N) {
   return memory::desc({K, N}, memory::data_type::bf16, memory::format_tag::BA16a16b2a);
+}
+memory::desc dst_desc(int M, int N) {
+  return memory::desc({M, N}, memory::data_type::f32, memory::format_tag::ab);
+}
+memory::desc bias_desc(int N) {
+  return memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab);
 }
 
 // A matmul primitive for one shape, or none where oneDNN has no bf16 matmul for this CPU.
 std::optional<dnnl::matmul::primitive_desc> make_matmul(int M, int K, int N, bool bias) {
-  const memory::desc src({M, K}, memory::data_type::bf16, memory::format_tag::ab);
-  const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
-  const memory::desc b =
-      bias ? memory::desc({1, N}, memory::data_type::f32, memory::format_tag::ab) : memory::desc();
+  const memory::desc b = bias ? bias_desc(N) : memory::desc();
   try {
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights_desc(K, N), b, dst),
-                                        cpu_engine());
+    return dnnl::matmul::primitive_desc(
+        dnnl::matmul::desc(src_desc(M, K), weights_desc(K, N), b, dst_desc(M, N)), cpu_engine());
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
@@ -68,20 +77,6 @@ MatmulCache& matmul_cache() {
   return cache;
 }
 
-}  // namespace
-
-MatmulBackend matmul_backend_from_env() {
-  const char* env = std::getenv("PAGEDLLM_MATMUL");
-  if (!env) return MatmulBackend::kAuto;
-  try {
-    return parse_matmul_backend(env);
-  } catch (const std::invalid_argument&) {
-    return MatmulBackend::kAuto;
-  }
-}
-
-namespace {
-
 std::atomic<MatmulBackend>& current() {
   static std::atomic<MatmulBackend> backend{matmul_backend_from_env()};
   return backend;
@@ -98,6 +93,16 @@ const std::string& probed_impl() {
 }
 
 }  // namespace
+
+MatmulBackend matmul_backend_from_env() {
+  const char* env = std::getenv("PAGEDLLM_MATMUL");
+  if (!env) return MatmulBackend::kAuto;
+  try {
+    return parse_matmul_backend(env);
+  } catch (const std::invalid_argument&) {
+    return MatmulBackend::kAuto;
+  }
+}
 
 const char* to_string(MatmulBackend backend) {
   switch (backend) {
@@ -134,13 +139,21 @@ bool onednn_has_amx() {
   return probed_impl().find("amx") != std::string::npos;
 }
 
-std::string describe_matmul_backend() {
+namespace {
+
+// Whether large bf16 products go to oneDNN under the current backend and ISA.
+bool onednn_selected() {
   const MatmulBackend backend = matmul_backend();
-  const bool onednn =
-      backend == MatmulBackend::kOneDnn ||
-      (backend == MatmulBackend::kAuto && active_isa() == Isa::kAvx512Bf16 && onednn_has_amx());
-  return std::string(to_string(backend)) + ":" +
-         (onednn ? "onednn[" + onednn_isa() + "]" : std::string("native"));
+  // auto: a narrowed PAGEDLLM_ISA asks for that native path, which oneDNN would bypass.
+  return backend == MatmulBackend::kOneDnn ||
+         (backend == MatmulBackend::kAuto && active_isa() == Isa::kAvx512Bf16 && onednn_has_amx());
+}
+
+}  // namespace
+
+std::string describe_matmul_backend() {
+  return std::string(to_string(matmul_backend())) + ":" +
+         (onednn_selected() ? "onednn[" + onednn_isa() + "]" : std::string("native"));
 }
 
 bool onednn_can_read(const PackedMatrix& w) {
@@ -149,7 +162,7 @@ bool onednn_can_read(const PackedMatrix& w) {
 
 bool uses_onednn(const PackedMatrix& w, int M) {
   if (M < kOneDnnMinRows || !onednn_can_read(w)) return false;
-  return describe_matmul_backend().find("onednn[") != std::string::npos;
+  return onednn_selected();
 }
 
 bool gemm_bf16_onednn(const Bf16Activations& xb, int M, const PackedMatrix& w, float* y,
@@ -160,16 +173,12 @@ bool gemm_bf16_onednn(const Bf16Activations& xb, int M, const PackedMatrix& w, f
   dnnl::engine& engine = cpu_engine();
   thread_local dnnl::stream stream(engine);
   // oneDNN takes non-const handles; it only reads the source, weights and bias.
-  memory src({{M, K}, memory::data_type::bf16, memory::format_tag::ab}, engine,
-             const_cast<uint32_t*>(xb.row(0)));
-  memory weights(weights_desc(K, N), engine, const_cast<uint16_t*>(w.bf16_panel(0)));
-  memory dst({{M, N}, memory::data_type::f32, memory::format_tag::ab}, engine, y);
   std::unordered_map<int, memory> args{
-      {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
-  if (bias) {
-    args.emplace(DNNL_ARG_BIAS, memory({{1, N}, memory::data_type::f32, memory::format_tag::ab},
-                                       engine, const_cast<float*>(bias)));
-  }
+      {DNNL_ARG_SRC, memory(src_desc(M, K), engine, const_cast<uint32_t*>(xb.row(0)))},
+      {DNNL_ARG_WEIGHTS,
+       memory(weights_desc(K, N), engine, const_cast<uint16_t*>(w.bf16_panel(0)))},
+      {DNNL_ARG_DST, memory(dst_desc(M, N), engine, y)}};
+  if (bias) args.emplace(DNNL_ARG_BIAS, memory(bias_desc(N), engine, const_cast<float*>(bias)));
   matmul->execute(stream, args);
   stream.wait();
   return true;
