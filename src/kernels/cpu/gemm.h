@@ -2,16 +2,17 @@
 // ISA dispatch (cpu_features.h).
 //
 // f32 weights (and f16, widened at packing). Every output sums its K products with FMA in blocks
-// of kKBlock whose partial sums are added in order; within a block, two chains (the block's even
-// and odd k, each sequential in k) are added at its end, which doubles the independent FMA
-// chains a tile has for few rows.
+// of kKBlock, each block one chain sequential in k, and the block sums are added in order. (One
+// chain per output lets the AVX-512 tile hold 6 rows x 64 outputs in registers; with two chains
+// per block, as bf16 has, it held 6 x 32 and ran at 156 rather than 176 GFLOP/s per core.)
 //
 // bf16 weights. As llama.cpp does, activations are rounded to bf16 (bf16_activations.h) and
 // multiplied in k pairs, in vdpbf16ps's order: a pair adds its odd k's product, then its even
 // k's, each add rounded once (a product of two bf16 is exact in f32, so an FMA is that add).
-// Pairs are summed in blocks of kKBlock k as above, the two chains now being the block's even and
-// odd pairs. The whole product runs with denormal inputs and results flushed to zero, as
-// vdpbf16ps runs: the paths without it set MXCSR's FTZ and DAZ for their tile.
+// Pairs are summed in blocks of kKBlock k, each block in two chains (its even and odd pairs, each
+// sequential) added at its end, which doubles the independent chains a tile has for few rows. The
+// whole product runs with denormal inputs and results flushed to zero, as vdpbf16ps runs: the paths
+// without it set MXCSR's FTZ and DAZ for their tile.
 //
 // Block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). As llama.cpp does, each activation
 // row is quantized per 32 (quantized_activations.h) and each weight sub-block contributes
@@ -36,6 +37,7 @@ namespace pagedllm::cpu {
 
 constexpr int kKBlock = 256;
 constexpr int kMaxTileRows = 4;
+constexpr int kMaxTilePanels = 4;
 
 // Where the process's matmul backend says so (gemm_onednn.h), a bf16 product of at least
 // kOneDnnMinRows rows goes to oneDNN instead, in oneDNN's order of additions.
@@ -46,8 +48,8 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                  const float* bias);
 
 // One tile: rows [0, mr) of x (row stride ldx), which are rows [m0, m0 + mr) of xq for int8
-// weights and of xb for bf16 weights, times panels [p, p + np) (np <= 2) into y (row stride ldy);
-// columns at or past n_end are not written. Each path implements this.
+// weights and of xb for bf16 weights, times panels [p, p + np) (np <= kMaxTilePanels) into y (row
+// stride ldy); columns at or past n_end are not written. Each path implements this.
 struct TileArgs {
   const float* x;
   int ldx, mr, K;

@@ -1,8 +1,8 @@
 // AVX2 + FMA GEMM tile (compiled with -mavx2 -mfma; called only when the CPU has them). Same
-// orders as gemm_tile_generic: for bf16 weights, two FMAs per k pair (odd k, then even k) with
-// denormals flushed, which is what vdpbf16ps computes. A panel of 16 outputs is two 8-lane vectors;
-// up to 2 rows at a time (one row for two panels) keep both chains' partial sums in the 16 ymm
-// registers.
+// orders as gemm_tile_generic: for f32 weights one FMA chain per block; for bf16 weights, two FMAs
+// per k pair (odd k, then even k) with denormals flushed, which is what vdpbf16ps computes. A panel
+// of 16 outputs is two 8-lane vectors; up to 2 rows at a time (one row for two panels) keep both
+// chains' partial sums in the 16 ymm registers.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -73,15 +73,19 @@ void rows(const TileArgs& a, int m_offset) {
         f32_step(k, chain);
       }
     };
-    int k = k0;
-    for (; k + 1 < k1; k += 2) {
-      step(k, part[0]);
-      step(k + 1, part[1]);
+    if constexpr (kPairs) {
+      int k = k0;
+      for (; k + 1 < k1; k += 2) {
+        step(k, part[0]);
+        step(k + 1, part[1]);
+      }
+      if (k < k1) step(k, part[0]);
+    } else {
+      for (int k = k0; k < k1; ++k) step(k, part[0]);  // f32: one chain
     }
-    if (k < k1) step(k, part[0]);
     for (int m = 0; m < MR; ++m) {
       for (int v = 0; v < V; ++v) {
-        const __m256 block = _mm256_add_ps(part[0][m][v], part[1][m][v]);
+        const __m256 block = kPairs ? _mm256_add_ps(part[0][m][v], part[1][m][v]) : part[0][m][v];
         _mm256_store_ps(&total[m][v * 8], _mm256_add_ps(_mm256_load_ps(&total[m][v * 8]), block));
       }
     }

@@ -1,6 +1,6 @@
 // AVX-512 GEMM tile (compiled with -mavx512f -mavx512bw -mavx512vl -mfma; called only when the
-// CPU has them). Same orders as gemm_tile_generic: for f32 weights one FMA per k into a
-// per-block partial; for bf16 weights, on CPUs without AVX512-BF16, two FMAs per k pair (odd k,
+// CPU has them). Same orders as gemm_tile_generic: for f32 weights one FMA per k into the
+// block's one chain; for bf16 weights, on CPUs without AVX512-BF16, two FMAs per k pair (odd k,
 // then even k) with denormals flushed, which is what vdpbf16ps computes.
 #include "kernels/cpu/gemm_tile_avx512.h"
 
@@ -15,6 +15,7 @@ using avx512::prefetch_ahead;
 template <int MR, int NP>
 struct F32Steps {
   static constexpr int kBlock = kKBlock;
+  static constexpr int kChains = 1;
   const float* panel[NP];
   const float* x[MR];
   int K;
@@ -70,7 +71,7 @@ void gemm_tile_avx512(const TileArgs& a) {
     const FlushDenormals flush;
     avx512::dispatch<Bf16PairSteps>(a);
   } else {
-    avx512::dispatch<F32Steps>(a);
+    avx512::dispatch<F32Steps, kMaxTilePanels>(a);
   }
 }
 

@@ -1,8 +1,8 @@
 // The AVX-512 float GEMM tile's frame, shared by the files compiled for AVX-512 (include it
-// only from those): blocks of steps summed in two chains (the block's even and odd steps), block
-// totals added in order, bias added at the end (gemm.h's orders). A Steps<MR, NP> type supplies
-// the step: `Steps<MR, NP>(a).step(i, chain)` adds step i of rows [0, MR) x panels [p, p + NP)
-// into chain; count() steps in all, kBlock per block.
+// only from those): blocks of steps summed in kChains chains (one, or the block's even and odd
+// steps), block totals added in order, bias added at the end (gemm.h's orders). A Steps<MR, NP>
+// type supplies the step: `Steps<MR, NP>(a).step(i, chain)` adds step i of rows [0, MR) x panels
+// [p, p + NP) into chain; count() steps in all, kBlock per block.
 #pragma once
 
 #include <immintrin.h>
@@ -26,6 +26,7 @@ inline void prefetch_ahead(const void* line) {
 template <int MR, int NP>
 struct Bf16PairBase {
   static constexpr int kBlock = kKBlock / 2;
+  static constexpr int kChains = 2;
   const uint16_t* panel[NP];
   const uint32_t* x[MR];
   int pairs;
@@ -51,28 +52,29 @@ inline __mmask16 column_mask(const TileArgs& a, int q) {
 template <int MR, int NP, template <int, int> class Steps>
 void tile(const TileArgs& a) {
   using S = Steps<MR, NP>;
+  constexpr int C = S::kChains;
   const S steps(a);
-  // Partial sums live in registers (2 chains x MR * NP <= 16); block totals in memory. (8-row tiles
+  // Partial sums live in registers (C x MR x NP <= 24); block totals in memory. (8-row tiles
   // measured slower here: 620 vs 720 tok/s on the batched benchmark.)
   alignas(64) float total[MR][NP][16] = {};
   const int end = steps.count();
   for (int i0 = 0; i0 < end; i0 += S::kBlock) {
     const int i1 = std::min(end, i0 + S::kBlock);
-    __m512 part[2][MR][NP];  // the block's even and odd steps
-    for (int e = 0; e < 2; ++e) {
+    __m512 part[C][MR][NP];  // chain e holds the block's steps i with (i - i0) % C == e
+    for (int e = 0; e < C; ++e) {
       for (int m = 0; m < MR; ++m) {
         for (int q = 0; q < NP; ++q) part[e][m][q] = _mm512_setzero_ps();
       }
     }
     int i = i0;
-    for (; i + 1 < i1; i += 2) {
-      steps.step(i, part[0]);
-      steps.step(i + 1, part[1]);
+    for (; i + C - 1 < i1; i += C) {
+      for (int e = 0; e < C; ++e) steps.step(i + e, part[e]);
     }
-    if (i < i1) steps.step(i, part[0]);
+    if (i < i1) steps.step(i, part[0]);  // two chains, odd count: the last even step
     for (int m = 0; m < MR; ++m) {
       for (int q = 0; q < NP; ++q) {
-        const __m512 block = _mm512_add_ps(part[0][m][q], part[1][m][q]);
+        const __m512 block =
+            C == 2 ? _mm512_add_ps(part[0][m][q], part[C - 1][m][q]) : part[0][m][q];
         _mm512_store_ps(total[m][q], _mm512_add_ps(_mm512_load_ps(total[m][q]), block));
       }
     }
@@ -89,22 +91,32 @@ void tile(const TileArgs& a) {
   }
 }
 
-template <template <int, int> class Steps>
+// Calls tile<mr, np> for a.mr in [1, 6] (more counts as 6) and a.np in [1, kMaxPanels].
+template <template <int, int> class Steps, int kMaxPanels, int MR>
+void tile_with_rows(const TileArgs& a) {
+  static_assert(kMaxPanels >= 2 && kMaxPanels <= kMaxTilePanels);
+  if constexpr (kMaxPanels >= 4) {
+    if (a.np == 4) return tile<MR, 4, Steps>(a);
+    if (a.np == 3) return tile<MR, 3, Steps>(a);
+  }
+  return a.np == 2 ? tile<MR, 2, Steps>(a) : tile<MR, 1, Steps>(a);
+}
+
+template <template <int, int> class Steps, int kMaxPanels = 2>
 void dispatch(const TileArgs& a) {
-  const bool two = a.np == 2;
   switch (a.mr) {
     case 1:
-      return two ? tile<1, 2, Steps>(a) : tile<1, 1, Steps>(a);
+      return tile_with_rows<Steps, kMaxPanels, 1>(a);
     case 2:
-      return two ? tile<2, 2, Steps>(a) : tile<2, 1, Steps>(a);
+      return tile_with_rows<Steps, kMaxPanels, 2>(a);
     case 3:
-      return two ? tile<3, 2, Steps>(a) : tile<3, 1, Steps>(a);
+      return tile_with_rows<Steps, kMaxPanels, 3>(a);
     case 4:
-      return two ? tile<4, 2, Steps>(a) : tile<4, 1, Steps>(a);
+      return tile_with_rows<Steps, kMaxPanels, 4>(a);
     case 5:
-      return two ? tile<5, 2, Steps>(a) : tile<5, 1, Steps>(a);
+      return tile_with_rows<Steps, kMaxPanels, 5>(a);
     default:
-      return two ? tile<6, 2, Steps>(a) : tile<6, 1, Steps>(a);
+      return tile_with_rows<Steps, kMaxPanels, 6>(a);
   }
 }
 
