@@ -352,5 +352,16 @@ TEST(CpuFeatures, ForcingAPathTheCpuLacksFallsBackToOneItHas) {
   set_isa(before);
 }
 
+TEST(PackedMatrix, PanelsOfTwoMebibytesOrMoreStartOnAHugePageBoundary) {
+  // Decode streams the weights once per token; 2 MiB pages (THP, asked for with madvise) need a
+  // 2 MiB-aligned start. A small matrix keeps 64-byte alignment only.
+  std::vector<float> big(size_t{1024} * 1024, 0.5f), small(size_t{16} * 64, 0.5f);
+  const PackedMatrix large(WeightMatrix{DType::kF32, 1024, 1024, big.data()});
+  const PackedMatrix little(WeightMatrix{DType::kF32, 16, 64, small.data()});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.f32_panel(0)) % (uintptr_t{1} << 21), 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(little.f32_panel(0)) % 64, 0u);
+  EXPECT_EQ(large.f32_panel(63)[1023 * 16 + 15], 0.5f);  // the last weight, packed
+}
+
 }  // namespace
 }  // namespace pagedllm::cpu
