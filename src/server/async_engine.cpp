@@ -170,13 +170,14 @@ void AsyncEngine::loop() {
         metrics_.add_prompt_tokens(it->second.prompt_tokens);
       }
       int generated = 0;
-      for (RequestOutput& out : outputs) {
+      for (const RequestOutput& out : outputs)
         generated += static_cast<int>(out.new_token_ids.size());
-        route(out, now);
-      }
       interval_generation_tokens_ += generated;
       interval_prompt_tokens_ += std::max(0, engine_.last_step_num_scheduled_tokens() - generated);
+      // Counted before any output reaches its client: a client that has its last token and
+      // then reads /metrics must find it counted.
       metrics_.add_generation_tokens(generated);
+      for (RequestOutput& out : outputs) route(out, now);
     }
     publish_gauges();
     maybe_log_stats(Clock::now());
