@@ -66,7 +66,8 @@ std::vector<float> as_bf16(const std::vector<float>& x) {
 
 std::vector<Isa> supported_paths() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16}) {
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16,
+                  Isa::kAmxInt8}) {
     if (cpu_supports(isa)) out.push_back(isa);
   }
   return out;

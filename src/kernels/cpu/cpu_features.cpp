@@ -1,10 +1,16 @@
 #include "kernels/cpu/cpu_features.h"
 
 #include <cpuid.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+
+#include "kernels/cpu/gemm_int8_amx.h"
 
 namespace pagedllm::cpu {
 
@@ -22,7 +28,58 @@ bool has_avx512_bf16() {
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
 }
 
+// CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25 (AMX-INT8).
+bool advertises_amx_int8() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (d & (1u << 24)) && (d & (1u << 25));
+}
+
+// XCR0 bits 17 and 18 (tile configuration and tile data), readable once OSXSAVE is set.
+bool os_enables_tile_state() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
+  unsigned lo = 0, hi = 0;
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & (3u << 17)) == (3u << 17);
+}
+
+// Linux allocates the 8 KiB tile data state only to processes that ask for it.
+bool kernel_grants_tile_data() {
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+sigjmp_buf probe_jump;
+void leave_probe(int) {
+  siglongjmp(probe_jump, 1);
+}
+
+// Runs the AMX self-test with SIGILL caught: a CPU (or hypervisor) may advertise what it cannot
+// run. Called once, before any kernel uses AMX.
+std::string self_test_failure() {
+  struct sigaction catcher {
+  }, saved{};
+  catcher.sa_handler = leave_probe;
+  sigemptyset(&catcher.sa_mask);
+  sigaction(SIGILL, &catcher, &saved);
+  std::string failure = "self-test raised SIGILL";
+  if (sigsetjmp(probe_jump, 1) == 0) {
+    const char* what = amx_int8_self_test();
+    failure = what ? std::string("self-test: ") + what : "";
+  }
+  sigaction(SIGILL, &saved, nullptr);
+  return failure;
+}
+
+std::string probe_amx_int8() {
+  if (!advertises_amx_int8()) return "not advertised";
+  if (!os_enables_tile_state()) return "tile state not enabled by the OS (XCR0)";
+  if (!kernel_grants_tile_data()) return "kernel refused tile data (arch_prctl)";
+  return self_test_failure();
+}
+
 Isa best_supported() {
+  if (cpu_supports(Isa::kAmxInt8)) return Isa::kAmxInt8;
   if (cpu_supports(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
   if (cpu_supports(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
   if (cpu_supports(Isa::kAvx512)) return Isa::kAvx512;
@@ -38,6 +95,7 @@ Isa from_env() {
   if (env && std::strcmp(env, "avx512") == 0) want = Isa::kAvx512;
   if (env && std::strcmp(env, "avx512vnni") == 0) want = Isa::kAvx512Vnni;
   if (env && std::strcmp(env, "avx512bf16") == 0) want = Isa::kAvx512Bf16;
+  if (env && std::strcmp(env, "amx") == 0) want = Isa::kAmxInt8;
   return cpu_supports(want) ? want : best_supported();
 }
 
@@ -60,6 +118,8 @@ const char* to_string(Isa isa) {
       return "avx512vnni";
     case Isa::kAvx512Bf16:
       return "avx512bf16";
+    case Isa::kAmxInt8:
+      return "amx";
   }
   return "?";
 }
@@ -77,6 +137,8 @@ bool cpu_supports(Isa isa) {
       return cpu_supports(Isa::kAvx512) && __builtin_cpu_supports("avx512vnni");
     case Isa::kAvx512Bf16:
       return cpu_supports(Isa::kAvx512Vnni) && has_avx512_bf16();
+    case Isa::kAmxInt8:
+      return cpu_supports(Isa::kAvx512Bf16) && amx_int8_unusable_reason().empty();
   }
   return false;
 }
@@ -89,6 +151,11 @@ Isa set_isa(Isa isa) {
   const Isa chosen = cpu_supports(isa) ? isa : best_supported();
   current().store(chosen);
   return chosen;
+}
+
+const std::string& amx_int8_unusable_reason() {
+  static const std::string reason = probe_amx_int8();
+  return reason;
 }
 
 std::string cpu_flags_summary() {
@@ -108,6 +175,9 @@ std::string cpu_flags_summary() {
   add(leaf7 && (c & (1u << 11)), "avx512_vnni");
   add(leaf7_1 && (a1 & (1u << 5)), "avx512_bf16");
   add(leaf7 && (d & (1u << 24)), "amx_tile");
+  add(leaf7 && (d & (1u << 25)), "amx_int8");
+  if (advertises_amx_int8() && !amx_int8_unusable_reason().empty())
+    s += " (amx_int8 unused: " + amx_int8_unusable_reason() + ")";
   return s;
 }
 

@@ -1,5 +1,5 @@
 // Runtime ISA dispatch: one binary runs everywhere and uses the widest vectors the CPU has.
-// PAGEDLLM_ISA=generic|avx2|avx512|avx512vnni|avx512bf16 forces a narrower path (tests,
+// PAGEDLLM_ISA=generic|avx2|avx512|avx512vnni|avx512bf16|amx forces a narrower path (tests,
 // benchmarks); a request for a path the CPU cannot run falls back to the best it can.
 #pragma once
 
@@ -9,8 +9,10 @@ namespace pagedllm::cpu {
 
 // kAvx512Vnni adds AVX512-VNNI int8 dot products (block-quantized weights); kAvx512 without it
 // runs those on the AVX2 int8 kernel. kAvx512Bf16 adds AVX512-BF16 dot products (bf16 weights);
-// the narrower paths compute the same bits with f32 FMA. Each level implies the ones before it.
-enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16 };
+// the narrower paths compute the same bits with f32 FMA. kAmxInt8 adds AMX-INT8 tile products
+// for multi-row products of block-quantized weights (the same exact integer dot products as
+// VNNI). Each level implies the ones before it.
+enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16, kAmxInt8 };
 
 const char* to_string(Isa isa);
 // What this CPU supports, best first.
@@ -19,6 +21,11 @@ bool cpu_supports(Isa isa);
 Isa active_isa();
 // For tests: force a path for this process (ignored when unsupported). Returns the path set.
 Isa set_isa(Isa isa);
+// Whether AMX-INT8 runs here: the CPU advertises AMX-TILE and AMX-INT8, the OS enables their
+// state, the kernel grants this process the tile data (arch_prctl ARCH_REQ_XCOMP_PERM), and a
+// small tile product, run with SIGILL caught, gives the right integers. Probed once; "" when
+// usable, else why not ("not advertised", ...).
+const std::string& amx_int8_unusable_reason();
 // Flags relevant to the kernels, for logs ("avx512f avx512bw avx512_bf16 ...").
 std::string cpu_flags_summary();
 

@@ -112,8 +112,11 @@ void int8_tile_generic(const TileArgs& a) {
 
 using TileFn = void (*)(const TileArgs&);
 
-TileFn tile_for(Isa isa, PanelStorage storage) {
+TileFn tile_for(Isa isa, const PackedMatrix& w, int M) {
+  const PanelStorage storage = w.storage();
   if (storage == PanelStorage::kInt8) {
+    if (isa >= Isa::kAmxInt8 && M >= kAmxMinRows && w.quant_block() <= 32)
+      return gemm_int8_tile_amx;
     return isa >= Isa::kAvx512Vnni ? gemm_int8_tile_vnni
            : isa >= Isa::kAvx2     ? gemm_int8_tile_avx2
                                    : gemm_tile_generic;
@@ -133,6 +136,7 @@ struct TileShape {
 // group of more than 1 MiB (K > 4096) no longer stays in a 2 MiB L2 while the row tiles reuse
 // it, so it takes 2 panels (K = 8192: 139 GFLOP/s per core with 2, 118 with 4).
 TileShape tile_shape(TileFn tile, PanelStorage storage, int K) {
+  if (tile == gemm_int8_tile_amx) return {16, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
   const size_t group_bytes =
       size_t{kMaxTilePanels} * static_cast<size_t>(K) * PackedMatrix::kPanel * sizeof(float);
@@ -140,6 +144,24 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int K) {
 }
 
 }  // namespace
+
+void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivations& xq, int M) {
+  const int B = w.quant_block();
+  sub_blocks = w.cols() >> w.quant_shift();
+  const size_t n = static_cast<size_t>(M) * static_cast<size_t>(sub_blocks);
+  correction.resize(n);
+  x_scale.resize(n);
+  min_factor.resize(n);
+  for (int m = 0; m < M; ++m) {
+    for (int b = 0; b < sub_blocks; ++b) {
+      const int32_t xsum = xq.sum(m, b * B, B);
+      const float xs = xq.scale(m, b * B);
+      correction[at(m, b)] = w.code_offset() * xsum;
+      x_scale[at(m, b)] = xs;
+      min_factor[at(m, b)] = xs * static_cast<float>(xsum);
+    }
+  }
+}
 
 // The reference path: the exact orders of gemm.h, written plainly.
 void gemm_tile_generic(const TileArgs& a) {
@@ -154,13 +176,16 @@ void gemm_tile_generic(const TileArgs& a) {
 
 void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias) {
-  const TileFn tile = tile_for(isa, w.storage());
+  const TileFn tile = tile_for(isa, w, M);
   // One quantization per call, shared by all tiles; thread_local as gemm_packed may be called
   // from several engine threads.
   thread_local QuantizedActivations xq;
   thread_local Bf16Activations xb;
   if (w.storage() == PanelStorage::kInt8) quantize_activations(isa, x, M, w.cols(), xq);
   if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(isa, x, M, w.cols(), xb);
+  thread_local SubBlockRowFactors xf;
+  if (tile == gemm_int8_tile_amx) xf.compute(w, xq, M);
+  const SubBlockRowFactors* row_factors = &xf;
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const Bf16Activations* rounded = &xb;
   const int K = w.cols(), N = w.rows();
@@ -185,10 +210,18 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                     bias,
                     quantized,
                     m0,
-                    rounded};
+                    rounded,
+                    row_factors};
   };
   const bool parallel = static_cast<int64_t>(M) * N * K > 65536;
   const bool flush = w.storage() == PanelStorage::kBF16 && tile != gemm_tile_generic;
+  // Each thread that ran AMX tiles releases them when its share is done.
+  struct ReleaseTiles {
+    bool amx;
+    ~ReleaseTiles() {
+      if (amx) amx_release_tiles();
+    }
+  };
   if (row_tiles == 1) {
     // Decode: a static share per thread keeps each thread's weight stream contiguous, which
     // the prefetchers need (llama-110m q8_0 tg128, interleaved: 260-270 tok/s static, 200-229
@@ -196,6 +229,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
 #pragma omp parallel if (parallel)
     {
       const FlushDenormals flushing(flush);
+      const ReleaseTiles release{tile == gemm_int8_tile_amx};
 #pragma omp for schedule(static)
       for (int g = 0; g < panel_groups; ++g) tile(tile_args(g, 0));
     }
@@ -207,6 +241,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
 #pragma omp parallel if (parallel)
   {
     const FlushDenormals flushing(flush);
+    const ReleaseTiles release{tile == gemm_int8_tile_amx};
 #pragma omp for schedule(dynamic, row_tiles) collapse(2)
     for (int g = 0; g < panel_groups; ++g) {
       for (int rt = 0; rt < row_tiles; ++rt) tile(tile_args(g, rt));

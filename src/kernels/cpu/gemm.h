@@ -27,6 +27,7 @@
 #include <xmmintrin.h>
 
 #include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/bf16_activations.h"
 #include "kernels/cpu/cpu_features.h"
@@ -47,6 +48,19 @@ void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y,
 void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias);
 
+// Per activation row and weight sub-block, the factors of the int8 term (see above) that do
+// not depend on the output: code_offset * xsum, x_scale and x_scale * float(xsum). Computed once
+// per product for the AMX tile, which would otherwise recompute them in every panel group.
+struct SubBlockRowFactors {
+  int sub_blocks = 0;
+  std::vector<int32_t> correction;  // [M][sub_blocks]
+  std::vector<float> x_scale, min_factor;
+  void compute(const PackedMatrix& w, const QuantizedActivations& xq, int M);
+  size_t at(int row, int b) const {
+    return static_cast<size_t>(row) * static_cast<size_t>(sub_blocks) + static_cast<size_t>(b);
+  }
+};
+
 // One tile: rows [0, mr) of x (row stride ldx), which are rows [m0, m0 + mr) of xq for int8
 // weights and of xb for bf16 weights, times panels [p, p + np) (np <= kMaxTilePanels) into y (row
 // stride ldy); columns at or past n_end are not written. Each path implements this.
@@ -60,7 +74,8 @@ struct TileArgs {
   const float* bias;
   const QuantizedActivations* xq;  // int8 weights only
   int m0;
-  const Bf16Activations* xb;  // bf16 weights only
+  const Bf16Activations* xb;     // bf16 weights only
+  const SubBlockRowFactors* xf;  // the AMX int8 tile only
 };
 void gemm_tile_generic(const TileArgs& a);
 
@@ -91,6 +106,11 @@ void gemm_bf16_tile_dot(const TileArgs& a);
 // int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
 void gemm_int8_tile_avx2(const TileArgs& a);
 void gemm_int8_tile_vnni(const TileArgs& a);
+// int8 weights, AMX-INT8 (gemm_int8_amx.h): up to 16 rows per tile, for products of at least
+// kAmxMinRows rows. Call amx_release_tiles() on the thread afterwards.
+void gemm_int8_tile_amx(const TileArgs& a);
+void amx_release_tiles();
+constexpr int kAmxMinRows = 4;
 
 // Calls f(mins, bits) with the packed matrix's int8 shape as compile-time constants
 // (std::bool_constant, std::integral_constant<int, 4 | 6 | 8>), so each ISA file instantiates

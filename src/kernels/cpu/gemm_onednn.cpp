@@ -146,7 +146,7 @@ bool onednn_selected() {
   const MatmulBackend backend = matmul_backend();
   // auto: a narrowed PAGEDLLM_ISA asks for that native path, which oneDNN would bypass.
   return backend == MatmulBackend::kOneDnn ||
-         (backend == MatmulBackend::kAuto && active_isa() == Isa::kAvx512Bf16 && onednn_has_amx());
+         (backend == MatmulBackend::kAuto && active_isa() >= Isa::kAvx512Bf16 && onednn_has_amx());
 }
 
 }  // namespace
