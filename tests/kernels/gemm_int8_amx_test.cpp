@@ -9,14 +9,16 @@
 
 #include "kernels/cpu/block_quant.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/dequant.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_onednn.h"
 
 namespace pagedllm::cpu {
 namespace {
 
-bool amx_runs() { return cpu_supports(Isa::kAmxInt8); }
+bool amx_runs() {
+  return cpu_supports(Isa::kAmxInt8);
+}
 
 std::vector<uint8_t> quantized_matrix(DType dtype, int N, int K, std::mt19937& rng) {
   std::normal_distribution<float> n(0.0f, 1.0f);
@@ -40,8 +42,8 @@ std::vector<float> random_floats(size_t count, std::mt19937& rng) {
 TEST(AmxInt8, TileConfigurationReachesTheCpuWhole) {
   if (!amx_runs()) GTEST_SKIP() << "AMX-INT8: " << amx_int8_unusable_reason();
   // g++ 12's _tile_loadconfig would let the compiler drop the stores of these fields.
-  for (const auto& [rows, block, panels] : {std::tuple{16, 32, 2}, std::tuple{5, 16, 1},
-                                             std::tuple{1, 32, 2}, std::tuple{15, 16, 2}}) {
+  for (const auto& [rows, block, panels] :
+       {std::tuple{16, 32, 2}, std::tuple{5, 16, 1}, std::tuple{1, 32, 2}, std::tuple{15, 16, 2}}) {
     const AmxTileConfig want = amx_int8_config(rows, block, panels);
     EXPECT_EQ(want.rows[0], rows);
     EXPECT_EQ(want.colsb[0], block);

@@ -23,7 +23,9 @@ void store_config(AmxTileConfig& config) {
   asm volatile("sttilecfg %0" : "=m"(config) : : "memory");
 }
 
-void release_tiles() { asm volatile("tilerelease" : : : "memory"); }
+void release_tiles() {
+  asm volatile("tilerelease" : : : "memory");
+}
 
 template <int T>
 void tile_load(const void* base, size_t stride) {
@@ -195,7 +197,8 @@ const char* amx_int8_self_test() {
   alignas(64) int8_t x[kRows][kMaxBlock];
   alignas(64) uint8_t codes[kMaxBlock / 4][64];
   for (int m = 0; m < kRows; ++m) {
-    for (int k = 0; k < kMaxBlock; ++k) x[m][k] = static_cast<int8_t>((m * 37 + k * 11) % 255 - 127);
+    for (int k = 0; k < kMaxBlock; ++k)
+      x[m][k] = static_cast<int8_t>((m * 37 + k * 11) % 255 - 127);
   }
   for (int r = 0; r < kMaxBlock / 4; ++r) {
     for (int i = 0; i < 64; ++i) codes[r][i] = static_cast<uint8_t>((r * 64 + i) * 29 % 256);
