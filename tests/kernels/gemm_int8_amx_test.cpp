@@ -12,6 +12,7 @@
 #include "kernels/cpu/dequant.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_onednn.h"
+#include "kernels/random_data.h"
 
 namespace pagedllm::cpu {
 namespace {
@@ -30,13 +31,6 @@ std::vector<uint8_t> quantized_matrix(DType dtype, int N, int K, std::mt19937& r
     quantize_row(dtype, row.data(), out.data() + rb * static_cast<size_t>(r), K);
   }
   return out;
-}
-
-std::vector<float> random_floats(size_t count, std::mt19937& rng) {
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> v(count);
-  for (float& x : v) x = n(rng);
-  return v;
 }
 
 TEST(AmxInt8, TileConfigurationReachesTheCpuWhole) {
@@ -74,8 +68,8 @@ TEST(AmxInt8, ProductIsBitIdenticalToTheReferenceForEveryFormatAndRowCount) {
     std::vector<uint8_t> bytes = quantized_matrix(dtype, N, K, rng);
     const PackedMatrix packed(WeightMatrix{dtype, N, K, bytes.data()});
     for (int M : {kAmxMinRows, 15, 16, 17, 33, 50}) {
-      const std::vector<float> x = random_floats(static_cast<size_t>(M) * K, rng);
-      const std::vector<float> bias = random_floats(static_cast<size_t>(N), rng);
+      const std::vector<float> x = test_data::normal_floats(static_cast<size_t>(M) * K, rng);
+      const std::vector<float> bias = test_data::normal_floats(static_cast<size_t>(N), rng);
       std::vector<float> ref(static_cast<size_t>(M) * N), y(ref.size(), -7.0f);
       gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), bias.data());
       gemm_packed(Isa::kAmxInt8, x.data(), M, packed, y.data(), bias.data());
@@ -96,7 +90,7 @@ TEST(AmxInt8, MixedKQuantStackOfFourAndSixBitCodesMatchesTheReference) {
   const PackedMatrix packed(std::vector<const WeightMatrix*>{&a, &b});
   ASSERT_EQ(packed.quant_block(), 16);
   ASSERT_TRUE(packed.has_mins());
-  const std::vector<float> x = random_floats(static_cast<size_t>(M) * K, rng);
+  const std::vector<float> x = test_data::normal_floats(static_cast<size_t>(M) * K, rng);
   std::vector<float> ref(static_cast<size_t>(M) * 49), y(ref.size());
   gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), nullptr);
   gemm_packed(Isa::kAmxInt8, x.data(), M, packed, y.data(), nullptr);
@@ -110,10 +104,10 @@ TEST(AmxInt8, ProductsStayRightAfterOneDnnUsedTheTilesOnTheSameThread) {
   std::vector<uint8_t> q8 = quantized_matrix(DType::kQ8_0, N, K, rng);
   const PackedMatrix int8(WeightMatrix{DType::kQ8_0, N, K, q8.data()});
   std::vector<uint16_t> half(static_cast<size_t>(N) * K);
-  const std::vector<float> wf = random_floats(half.size(), rng);
+  const std::vector<float> wf = test_data::normal_floats(half.size(), rng);
   for (size_t i = 0; i < half.size(); ++i) half[i] = f32_to_bf16(wf[i]);
   const PackedMatrix bf16(WeightMatrix{DType::kBF16, N, K, half.data()});
-  const std::vector<float> x = random_floats(static_cast<size_t>(M) * K, rng);
+  const std::vector<float> x = test_data::normal_floats(static_cast<size_t>(M) * K, rng);
   std::vector<float> ref(static_cast<size_t>(M) * N), y(ref.size()), other(ref.size());
   gemm_packed(Isa::kGeneric, x.data(), M, int8, ref.data(), nullptr);
   for (int round = 0; round < 3; ++round) {

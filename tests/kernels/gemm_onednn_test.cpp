@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/dequant.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/random_data.h"
 
 namespace pagedllm::cpu {
 namespace {
@@ -25,13 +26,6 @@ Bf16Matrix random_bf16(int N, int K, std::mt19937& rng) {
   for (int i = 0; i < N * K; ++i) w.bits.push_back(f32_to_bf16(n(rng)));
   w.matrix = WeightMatrix{DType::kBF16, N, K, w.bits.data()};
   return w;
-}
-
-std::vector<float> random_vector(size_t size, std::mt19937& rng) {
-  std::normal_distribution<float> n(0.0f, 1.0f);
-  std::vector<float> v(size);
-  for (float& x : v) x = n(rng);
-  return v;
 }
 
 // Restores the process's backend when a test ends.
@@ -75,8 +69,8 @@ TEST(OneDnnBf16, ProductMatchesTheReferenceOnOddShapesAndTails) {
         const Bf16Matrix w = random_bf16(N, K, rng);
         const PackedMatrix packed(w.matrix);
         ASSERT_TRUE(onednn_can_read(packed));
-        const std::vector<float> x = random_vector(static_cast<size_t>(M) * K, rng);
-        const std::vector<float> bias = random_vector(static_cast<size_t>(N), rng);
+        const std::vector<float> x = test_data::normal_floats(static_cast<size_t>(M) * K, rng);
+        const std::vector<float> bias = test_data::normal_floats(static_cast<size_t>(N), rng);
         Bf16Activations xb;
         round_activations_to_bf16(Isa::kGeneric, x.data(), M, K, xb);
         for (const float* b : {static_cast<const float*>(nullptr), bias.data()}) {
@@ -102,7 +96,7 @@ TEST(OneDnnBf16, StackedMatricesAreReadInPlaceLikeOneMatrix) {
   both.bits = q.bits;
   both.bits.insert(both.bits.end(), k.bits.begin(), k.bits.end());
   both.matrix = WeightMatrix{DType::kBF16, 64, K, both.bits.data()};
-  const std::vector<float> x = random_vector(static_cast<size_t>(M) * K, rng);
+  const std::vector<float> x = test_data::normal_floats(static_cast<size_t>(M) * K, rng);
   Bf16Activations xb;
   round_activations_to_bf16(Isa::kGeneric, x.data(), M, K, xb);
   std::vector<float> y(static_cast<size_t>(M) * 64);
@@ -144,7 +138,7 @@ TEST(MatmulBackend, GemmPackedFollowsTheBackend) {
   const int M = 24, K = 96, N = 48;
   const Bf16Matrix w = random_bf16(N, K, rng);
   const PackedMatrix packed(w.matrix);
-  const std::vector<float> x = random_vector(static_cast<size_t>(M) * K, rng);
+  const std::vector<float> x = test_data::normal_floats(static_cast<size_t>(M) * K, rng);
   std::vector<float> native(static_cast<size_t>(M) * N), onednn(native.size()),
       routed(native.size());
   gemm_packed(active_isa(), x.data(), M, packed, native.data(), nullptr);
