@@ -136,7 +136,7 @@ struct TileShape {
 // group of more than 1 MiB (K > 4096) no longer stays in a 2 MiB L2 while the row tiles reuse
 // it, so it takes 2 panels (K = 8192: 139 GFLOP/s per core with 2, 118 with 4).
 TileShape tile_shape(TileFn tile, PanelStorage storage, int K) {
-  if (tile == gemm_int8_tile_amx) return {16, 2};
+  if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
   const size_t group_bytes =
       size_t{kMaxTilePanels} * static_cast<size_t>(K) * PackedMatrix::kPanel * sizeof(float);
@@ -184,7 +184,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   if (w.storage() == PanelStorage::kInt8) quantize_activations(isa, x, M, w.cols(), xq);
   if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(isa, x, M, w.cols(), xb);
   thread_local SubBlockRowFactors xf;
-  if (tile == gemm_int8_tile_amx) xf.compute(w, xq, M);
+  if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni) xf.compute(w, xq, M);
   const SubBlockRowFactors* row_factors = &xf;
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const Bf16Activations* rounded = &xb;

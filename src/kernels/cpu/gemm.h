@@ -50,7 +50,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
 
 // Per activation row and weight sub-block, the factors of the int8 term (see above) that do
 // not depend on the output: code_offset * xsum, x_scale and x_scale * float(xsum). Computed once
-// per product for the AMX tile, which would otherwise recompute them in every panel group.
+// per product for the VNNI and AMX tiles, rather than in every panel group.
 struct SubBlockRowFactors {
   int sub_blocks = 0;
   std::vector<int32_t> correction;  // [M][sub_blocks]
@@ -75,7 +75,7 @@ struct TileArgs {
   const QuantizedActivations* xq;  // int8 weights only
   int m0;
   const Bf16Activations* xb;     // bf16 weights only
-  const SubBlockRowFactors* xf;  // the AMX int8 tile only
+  const SubBlockRowFactors* xf;  // int8 weights, the VNNI and AMX tiles
 };
 void gemm_tile_generic(const TileArgs& a);
 
@@ -106,13 +106,15 @@ void gemm_bf16_tile_dot(const TileArgs& a);
 // int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
 void gemm_int8_tile_avx2(const TileArgs& a);
 void gemm_int8_tile_vnni(const TileArgs& a);
-// int8 weights, AMX-INT8 (gemm_int8_amx.h): up to 16 rows per tile, for products of at least
-// kAmxMinRows rows (BM_GemmQuantized, 2 threads, Q8_0 N=16384 K=2048: at 4 rows 306-353 GOP/s
-// against VNNI's 382-388, at 8 rows 623-630 against 386). Call amx_release_tiles() on the
-// thread afterwards.
+// int8 weights, AMX-INT8 (gemm_int8_amx.h): up to kAmxTileRows rows per tile, for products of at
+// least kAmxMinRows rows (BM_GemmQuantized, 2 threads, Q8_0 N=16384 K=2048: at 4 rows 306-353
+// GOP/s against VNNI's 382-388, at 8 rows 623-630 against 386).
 void gemm_int8_tile_amx(const TileArgs& a);
+constexpr int kAmxTileRows = 16, kAmxMinRows = 8;
+// Releases this thread's tiles. gemm_packed calls it on each thread that ran AMX tiles before
+// it returns: the tiles keep their configuration from one tile to the next within a call, and
+// other AMX code (oneDNN) must find them released.
 void amx_release_tiles();
-constexpr int kAmxMinRows = 8;
 
 // Calls f(mins, bits) with the packed matrix's int8 shape as compile-time constants
 // (std::bool_constant, std::integral_constant<int, 4 | 6 | 8>), so each ISA file instantiates

@@ -13,7 +13,7 @@ namespace pagedllm::cpu {
 namespace {
 
 constexpr int kA0 = 0, kB = 1, kA1 = 3, kC = 4;
-constexpr int kMaxRows = 16, kMaxPanels = 2, kMaxBlock = 32;
+constexpr int kMaxRows = kAmxTileRows, kMaxBlock = 32;
 
 void load_config(const AmxTileConfig& config) {
   asm volatile("ldtilecfg %0" : : "m"(config) : "memory");

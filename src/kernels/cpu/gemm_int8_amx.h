@@ -27,10 +27,6 @@ struct alignas(64) AmxTileConfig {
 };
 static_assert(sizeof(AmxTileConfig) == 64);
 
-// Releases this thread's tiles. gemm_packed calls it on each thread that ran AMX tiles before
-// it returns: the tiles keep their configuration from one tile to the next within a call, and
-// other AMX code (oneDNN) must find them released.
-void amx_release_tiles();
 // The configuration the kernel loads for a tile of `rows` activation rows, sub-blocks of `block`
 // codes and `panels` weight panels.
 AmxTileConfig amx_int8_config(int rows, int block, int panels);

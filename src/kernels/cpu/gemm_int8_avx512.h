@@ -67,18 +67,10 @@ struct SubBlockFactors {
   }
 };
 
-// One activation row's factors for a sub-block of B codes from k0, broadcast.
+// One activation row's factors for sub-block b (gemm.h's SubBlockRowFactors), broadcast.
 struct RowFactors {
   __m512i correction;  // code_offset * xsum
   __m512 x_scale, min_factor;
-  RowFactors(const PackedMatrix& w, const QuantizedActivations& xq, int row, int k0, int B) {
-    const int32_t xsum = xq.sum(row, k0, B);
-    const float xs = xq.scale(row, k0);
-    correction = _mm512_set1_epi32(w.code_offset() * xsum);
-    x_scale = _mm512_set1_ps(xs);
-    min_factor = _mm512_set1_ps(xs * static_cast<float>(xsum));
-  }
-  // The same, precomputed.
   RowFactors(const SubBlockRowFactors& f, int row, int b) {
     const size_t i = f.at(row, b);
     correction = _mm512_set1_epi32(f.correction[i]);

@@ -96,7 +96,7 @@ void tile(const TileArgs& a) {
     }
     const int8::SubBlockFactors<NP, kMins> factors(w, a.p, b, super_step);
     for (int m = 0; m < MR; ++m) {
-      const int8::RowFactors x(w, xq, a.m0 + m, k0, B);
+      const int8::RowFactors x(*a.xf, a.m0 + m, b);
       for (int q = 0; q < NP; ++q) {
         total[m][q] = _mm512_add_ps(
             total[m][q],
