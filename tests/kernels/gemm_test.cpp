@@ -123,12 +123,12 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
 TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
   // Every path against the reference too, on 19 row tiles with a partial last K block (and for
   // bf16 an odd K). 70 outputs are 5 panels: a group of 4 and a group of 1 for the AVX-512 f32
-  // tile, which takes groups of 2 past K = 4096.
+  // tile, which takes K in ranges of 4096 past K = 4096 (4353: two ranges, 8500: three).
   std::mt19937 rng(4);
   std::normal_distribution<float> n(0.0f, 1.0f);
-  for (const auto& [dtype, K] :
-       {std::pair{DType::kF32, 1100}, std::pair{DType::kF32, 4353}, std::pair{DType::kBF16, 1101},
-        std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768}}) {
+  for (const auto& [dtype, K] : {std::pair{DType::kF32, 1100}, std::pair{DType::kF32, 4353},
+                                 std::pair{DType::kF32, 8500}, std::pair{DType::kBF16, 1101},
+                                 std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768}}) {
     const int M = 75, N = 70;
     const Weights w = random_weights(N, K, dtype, rng);
     const PackedMatrix packed(w.matrix);

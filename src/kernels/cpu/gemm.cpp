@@ -129,18 +129,21 @@ TileFn tile_for(Isa isa, const PackedMatrix& w, int M) {
 
 struct TileShape {
   int rows, panels;
+  int k_chunk = 0;  // the f32 tile's k range per pass (0: all of K)
 };
 
 // The AVX-512 f32 tile takes 6 rows and 4 panels: per k, 4 weight lines and 6 broadcasts feed 24
-// FMAs, where fewer leave the loads (with the prefetches) as busy as the two FMA pipes. A panel
-// group of more than 1 MiB (K > 4096) no longer stays in a 2 MiB L2 while the row tiles reuse
-// it, so it takes 2 panels (K = 8192: 139 GFLOP/s per core with 2, 118 with 4).
+// FMAs, where fewer leave the loads (with the prefetches) as busy as the two FMA pipes. The row
+// tiles reuse a panel group from L2, so a group holds at most 1 MiB of a 2 MiB L2: past
+// K = 4096 the tiles take K in ranges of 4096 (BM_Gemm f32 K = 8192, 2 threads: M=512 263-276
+// -> 302-309 GFLOP/s, M=32 223 -> 248-255, against a 2-panel group over all of K).
+constexpr int kF32GroupMaxK = (1 << 20) / (kMaxTilePanels * PackedMatrix::kPanel * 4);
+static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
+
 TileShape tile_shape(TileFn tile, PanelStorage storage, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
-  const size_t group_bytes =
-      size_t{kMaxTilePanels} * static_cast<size_t>(K) * PackedMatrix::kPanel * sizeof(float);
-  return {kMaxTileRows + 2, group_bytes <= (size_t{1} << 20) ? kMaxTilePanels : 2};
+  return {kMaxTileRows + 2, kMaxTilePanels, K > kF32GroupMaxK ? kF32GroupMaxK : 0};
 }
 
 }  // namespace
@@ -242,9 +245,25 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   {
     const FlushDenormals flushing(flush);
     const ReleaseTiles release{tile == gemm_int8_tile_amx};
+    if (shape.k_chunk == 0) {
 #pragma omp for schedule(dynamic, row_tiles) collapse(2)
-    for (int g = 0; g < panel_groups; ++g) {
-      for (int rt = 0; rt < row_tiles; ++rt) tile(tile_args(g, rt));
+      for (int g = 0; g < panel_groups; ++g) {
+        for (int rt = 0; rt < row_tiles; ++rt) tile(tile_args(g, rt));
+      }
+    } else {
+#pragma omp for schedule(dynamic, 1)
+      for (int g = 0; g < panel_groups; ++g) {
+        for (int k0 = 0; k0 < K; k0 += shape.k_chunk) {
+          for (int rt = 0; rt < row_tiles; ++rt) {
+            TileArgs args = tile_args(g, rt);
+            args.k_begin = k0;
+            args.k_end = std::min(K, k0 + shape.k_chunk);
+            args.resume = k0 > 0;
+            args.finish = args.k_end == K;
+            tile(args);
+          }
+        }
+      }
     }
   }
 }

@@ -76,6 +76,11 @@ struct TileArgs {
   int m0;
   const Bf16Activations* xb;     // bf16 weights only
   const SubBlockRowFactors* xf;  // int8 weights, the VNNI and AMX tiles
+  // The AVX-512 f32 tile only: k in [k_begin, k_end) (multiples of kKBlock; k_end 0 means K).
+  // resume: y holds the block totals of the k before k_begin; finish: add the bias and the last
+  // blocks, else leave the running totals in y for the next range. Totals round-trip exactly.
+  int k_begin = 0, k_end = 0;
+  bool resume = false, finish = true;
 };
 void gemm_tile_generic(const TileArgs& a);
 
