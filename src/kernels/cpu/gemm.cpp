@@ -245,23 +245,18 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   {
     const FlushDenormals flushing(flush);
     const ReleaseTiles release{tile == gemm_int8_tile_amx};
-    if (shape.k_chunk == 0) {
-#pragma omp for schedule(dynamic, row_tiles) collapse(2)
-      for (int g = 0; g < panel_groups; ++g) {
-        for (int rt = 0; rt < row_tiles; ++rt) tile(tile_args(g, rt));
-      }
-    } else {
+    // One panel group per grab; its row tiles run over each k range in turn.
+    const int k_ranges = shape.k_chunk ? (K + shape.k_chunk - 1) / shape.k_chunk : 1;
 #pragma omp for schedule(dynamic, 1)
-      for (int g = 0; g < panel_groups; ++g) {
-        for (int k0 = 0; k0 < K; k0 += shape.k_chunk) {
-          for (int rt = 0; rt < row_tiles; ++rt) {
-            TileArgs args = tile_args(g, rt);
-            args.k_begin = k0;
-            args.k_end = std::min(K, k0 + shape.k_chunk);
-            args.resume = k0 > 0;
-            args.finish = args.k_end == K;
-            tile(args);
-          }
+    for (int g = 0; g < panel_groups; ++g) {
+      for (int r = 0; r < k_ranges; ++r) {
+        for (int rt = 0; rt < row_tiles; ++rt) {
+          TileArgs args = tile_args(g, rt);
+          args.k_begin = r * shape.k_chunk;
+          args.k_end = r + 1 == k_ranges ? K : args.k_begin + shape.k_chunk;
+          args.resume = r > 0;
+          args.finish = r + 1 == k_ranges;
+          tile(args);
         }
       }
     }
