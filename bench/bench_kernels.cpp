@@ -72,7 +72,7 @@ void BM_Gemm(benchmark::State& state) {
                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
 // llama-110m (K=768: q/k/v/o 768, gate+up 4096, down K=2048) and llama-1b (K=2048: qkv 3072,
-// gate+up 16384, down K=8192), decode (M=1), batch 32 and prefill (M=512).
+// o 2048, gate+up 16384, down K=8192), decode (M=1), batch 32 and prefill (M=512).
 BENCHMARK(BM_Gemm)
     ->ArgNames({"M", "N", "K", "bf16"})
     ->Args({1, 4096, 768, 0})
@@ -88,6 +88,8 @@ BENCHMARK(BM_Gemm)
     ->Args({1, 2048, 8192, 0})
     ->Args({32, 2048, 8192, 0})
     ->Args({512, 2048, 8192, 0})
+    ->Args({512, 16384, 2048, 0})
+    ->Args({512, 2048, 2048, 0})
     ->Args({1, 16384, 2048, 1})
     ->Args({32, 16384, 2048, 1})
     ->Args({128, 16384, 2048, 1})

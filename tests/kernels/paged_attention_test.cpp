@@ -205,11 +205,12 @@ TEST(PagedAttention, GroupedQueryHeadsReadTheirSharedKvHead) {
 }
 
 // Three requests in one step, as the scheduler mixes them: a prefill from position 0, a chunked
-// prefill continuing at position 40, and a decode at position 130. Random K/V fill each
+// prefill continuing at position 70 (its queries reach 7 chunks: a phase of 4 then one of 3 in
+// the AVX-512 kernel), and a decode at position 130. Random K/V fill each
 // request's context in scattered blocks; q holds every token's query heads.
 struct MixedBatch {
   static constexpr int kBlock = 16, kBlocksPerReq = 10;
-  std::vector<int32_t> qsl = {0, 27, 48, 49};
+  std::vector<int32_t> qsl = {0, 27, 58, 59};
   std::vector<int32_t> positions, table;
   std::vector<float> q;
   PagedKVCache cache;
@@ -220,7 +221,7 @@ struct MixedBatch {
       : cache(KVCacheSpec{1, 3 * kBlocksPerReq + 1, kBlock, kv_heads, D, dtype, layout}),
         heads(kv_heads * group) {
     std::normal_distribution<float> n(0.0f, 1.0f);
-    const std::vector<std::pair<int, int>> spans = {{0, 27}, {40, 61}, {130, 131}};
+    const std::vector<std::pair<int, int>> spans = {{0, 27}, {70, 101}, {130, 131}};
     for (int r = 0; r < 3; ++r) {
       for (int b = 0; b < kBlocksPerReq; ++b) table.push_back(3 * kBlocksPerReq - (r + 3 * b));
       const int context = spans[static_cast<size_t>(r)].second;
@@ -295,7 +296,7 @@ TEST(PagedAttention, ATokensOutputDoesNotDependOnTheTokensComputedWithIt) {
     const std::vector<int32_t> all_positions = mb.positions;
     const std::vector<float> all_q = mb.q;
     for (size_t t = 0; t < all_positions.size(); ++t) {
-      const int r = t < 27 ? 0 : t < 48 ? 1 : 2;
+      const int r = t < 27 ? 0 : t < 58 ? 1 : 2;
       mb.positions = {all_positions[t]};
       mb.q.assign(all_q.begin() + static_cast<std::ptrdiff_t>(t * width),
                   all_q.begin() + static_cast<std::ptrdiff_t>((t + 1) * width));
