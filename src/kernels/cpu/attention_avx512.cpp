@@ -7,10 +7,10 @@
 // of the group.
 //
 // Prefill's groups of 8 run in phases of a few chunks (attend_eight): the scores of all of them
-// (two chunks at a time, 16 chains), then their softmax chunk by chunk (a long dependent chain of
-// max, exp and sum, with the 8 queries' maxima, sums and corrections reduced side by side in one
-// vector), then their value products, with each query's accumulator held in registers across
-// the phase.
+// (two chunks at a time, 16 chains), then their softmax (a long dependent chain of max, exp and
+// sum per chunk, two chunks side by side, with the 8 queries' maxima, sums and corrections
+// reduced side by side in one vector), then their value products, with each query's accumulator
+// held in registers across the phase.
 //
 // GCC 12's AVX-512 headers seed masked builtins with _mm512_undefined_*(), which
 // -W(maybe-)uninitialized reports at every use (GCC bug 105593); nothing here reads an
@@ -162,35 +162,49 @@ struct EightState {
   __m512 max, sum;
 };
 
-// softmax_update for 8 queries at once, op for op per query: lane i of max and sum, p[i], and
-// correction[i] get exactly what softmax_update gives query i.
-inline void softmax_eight(const QueryState* qs, const __m512 (&s)[8], int first, float scale,
-                          EightState& st, float (*p)[kChunk], float* correction) {
+// softmax_update for 8 queries at once, op for op per query, over NC consecutive chunks from
+// position `first`: lane i of max and sum, p[c][i] and correction[c][i] get exactly what
+// softmax_update gives query i chunk after chunk. Only max and sum carry from one chunk to the
+// next, so the chunks' reductions and exps are issued side by side (NC = 2: independent work
+// for the dependent chain of each).
+template <int NC>
+inline void softmax_eight(const QueryState* qs, const float (*s)[8][kChunk], int first, float scale,
+                          EightState& st, float (*p)[8][kChunk], float (*correction)[kChunk]) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  __mmask16 valid[8];
-  __m512 scaled[8];
-  for (int i = 0; i < 8; ++i) {
-    valid[i] = _mm512_cmple_epi32_mask(lane, _mm512_set1_epi32(qs[i].pos - first));
-    scaled[i] = _mm512_mask_mul_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()),
-                                   valid[i], s[i], _mm512_set1_ps(scale));
+  __mmask16 valid[NC][8];
+  __m512 scaled[NC][8];
+  for (int c = 0; c < NC; ++c) {
+    for (int i = 0; i < 8; ++i) {
+      valid[c][i] =
+          _mm512_cmple_epi32_mask(lane, _mm512_set1_epi32(qs[i].pos - first - c * kChunk));
+      scaled[c][i] =
+          _mm512_mask_mul_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid[c][i],
+                             _mm512_load_ps(s[c][i]), _mm512_set1_ps(scale));
+    }
   }
-  // std::max(a, b) is (a < b ? b : a), which _mm512_max_ps(b, a) is.
-  const __m512 chunk_max =
-      reduce_eight(scaled, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); });
-  const __m512 new_max = _mm512_max_ps(chunk_max, st.max);
-  const __m512 corrections = cpu::exp_nonpositive(_mm512_sub_ps(st.max, new_max));
-  _mm512_store_ps(correction, corrections);
-  alignas(64) float max_of[kChunk];
-  _mm512_store_ps(max_of, new_max);
-  __m512 e[8];
-  for (int i = 0; i < 8; ++i) {
-    e[i] = _mm512_maskz_mov_ps(
-        valid[i], cpu::exp_nonpositive(_mm512_sub_ps(scaled[i], _mm512_set1_ps(max_of[i]))));
-    _mm512_store_ps(p[i], e[i]);
+  __m512 corrections[NC];
+  alignas(64) float max_of[NC][kChunk];
+  for (int c = 0; c < NC; ++c) {
+    // std::max(a, b) is (a < b ? b : a), which _mm512_max_ps(b, a) is.
+    const __m512 chunk_max =
+        reduce_eight(scaled[c], [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); });
+    const __m512 new_max = _mm512_max_ps(chunk_max, st.max);
+    corrections[c] = cpu::exp_nonpositive(_mm512_sub_ps(st.max, new_max));
+    _mm512_store_ps(correction[c], corrections[c]);
+    _mm512_store_ps(max_of[c], new_max);
+    st.max = new_max;
   }
-  const __m512 sums = reduce_eight(e, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
-  st.sum = _mm512_fmadd_ps(st.sum, corrections, sums);
-  st.max = new_max;
+  __m512 sums[NC];
+  for (int c = 0; c < NC; ++c) {
+    __m512 e[8];
+    for (int i = 0; i < 8; ++i) {
+      e[i] = _mm512_maskz_mov_ps(valid[c][i], cpu::exp_nonpositive(_mm512_sub_ps(
+                                                  scaled[c][i], _mm512_set1_ps(max_of[c][i]))));
+      _mm512_store_ps(p[c][i], e[i]);
+    }
+    sums[c] = reduce_eight(e, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+  }
+  for (int c = 0; c < NC; ++c) st.sum = _mm512_fmadd_ps(st.sum, corrections[c], sums[c]);
 }
 
 // The scores of 8 queries for chunks ch .. ch + NC - 1 into s[c][i] (16 lanes): each is
@@ -259,10 +273,10 @@ template <int QB, int DV, typename T>
 }
 
 // 8 queries over the chunks the furthest of them reaches, the same arithmetic as
-// attend_group<8, 1>, in phases of kPhaseChunks chunks: all their scores, then their softmax
-// chunk by chunk, then their value products. Each phase is a run of independent work for the
-// FMA units; interleaved chunk by chunk, the softmax's dependent chain held them up
-// (BM_PagedAttention, 512 queries over 512 positions, 2 threads: 6.0-6.2 -> 5.4 ms).
+// attend_group<8, 1>, in phases of kPhaseChunks chunks: all their scores, then their softmax,
+// then their value products. Each phase is a run of independent work; interleaved chunk by
+// chunk, the softmax's dependent chain held the FMA units up (BM_PagedAttention, 512 queries
+// over 512 positions, 2 threads: 6.0-6.2 -> 5.4 ms; the paired softmax, one thread, 4-7 % more).
 template <int DV, typename T>
 void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
   int chunks = 0;
@@ -281,11 +295,10 @@ void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
     int c = 0;
     for (; c + 2 <= n; c += 2) score_eight<2, DV>(qs, ctx, ch0 + c, s + c);
     if (c < n) score_eight<1, DV>(qs, ctx, ch0 + c, s + c);
-    for (c = 0; c < n; ++c) {
-      __m512 sc[8];
-      for (int i = 0; i < 8; ++i) sc[i] = _mm512_load_ps(s[c][i]);
-      softmax_eight(qs, sc, (ch0 + c) * kChunk, scale, st, w.p[c], w.correction[c]);
-    }
+    for (c = 0; c + 2 <= n; c += 2)
+      softmax_eight<2>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
+    if (c < n)
+      softmax_eight<1>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
     for (int i = 0; i < 8; i += QB) accumulate_phase<QB, DV>(qs, w, i, ctx, ch0, n);
   }
   _mm512_store_ps(max_of, st.max);
