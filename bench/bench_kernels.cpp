@@ -205,6 +205,30 @@ BENCHMARK(BM_PagedAttention)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
+// args: KV cache dtype (0 f32, 1 bf16). A 512-token prefill's keys and values stored through
+// slot_mapping into consecutive slots (32 blocks of 16), 8 kv heads of 64.
+void BM_ReshapeAndCache(benchmark::State& state) {
+  const DType kv_dtype = state.range(0) != 0 ? DType::kBF16 : DType::kF32;
+  const int tokens = 512, kv_heads = 8, D = 64, block = 16;
+  PagedKVCache cache(KVCacheSpec{1, tokens / block + 1, block, kv_heads, D, kv_dtype});
+  std::vector<int64_t> slots;
+  for (int t = 0; t < tokens; ++t) slots.push_back(block + t);  // from block 1
+  const auto k = random_vector(static_cast<size_t>(tokens) * kv_heads * D, 8);
+  const auto v = random_vector(k.size(), 9);
+  for (auto _ : state) {
+    cpu::reshape_and_cache(k.data(), v.data(), slots, cache.layer(0));
+    benchmark::ClobberMemory();
+  }
+  state.counters["GB/s"] = benchmark::Counter(2.0 * static_cast<double>(k.size()) * 4 * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ReshapeAndCache)
+    ->ArgName("bf16")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
 void BM_RmsNorm(benchmark::State& state) {
   const int rows = 512, dim = 2048;
   auto x = random_vector(static_cast<size_t>(rows) * dim, 5), w = random_vector(dim, 6);

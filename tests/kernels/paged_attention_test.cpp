@@ -83,17 +83,16 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
 // Every token's K and V land at its slot (the layout's index for each head and d), rounded to
 // the cache's dtype; a padding token (-1) and all other slots stay untouched. 41 tokens, so the
 // store runs split over the threads.
-TEST_P(PagedAttention, ReshapeAndCacheStoresEachTokenAtItsSlotOnly) {
-  const int D = 16, heads = 2, block = 4, num_blocks = 16, tokens = 41;
-  const DType dtype = std::get<0>(GetParam());
-  KVCacheSpec spec{1, num_blocks, block, heads, D, dtype, std::get<1>(GetParam())};
+// Stores random K/V for one token per slot (-1: a padding token, stored nowhere) and checks
+// that each token's values, and nothing else, landed at its slot.
+void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType dtype,
+                                        KVLayout layout) {
+  const int D = 16, heads = 2, block = 4, num_blocks = 16;
+  const int tokens = static_cast<int>(slots.size());
+  const int padding = static_cast<int>(std::count(slots.begin(), slots.end(), int64_t{-1}));
+  KVCacheSpec spec{1, num_blocks, block, heads, D, dtype, layout};
   PagedKVCache cache(spec);
   std::mt19937 rng(9);
-  std::vector<int64_t> slots;
-  for (int64_t s = block; s < int64_t{num_blocks} * block; ++s) slots.push_back(s);  // not block 0
-  std::shuffle(slots.begin(), slots.end(), rng);
-  slots.resize(tokens);
-  slots[7] = -1;
   std::normal_distribution<float> n(0.0f, 1.0f);
   std::vector<float> k(static_cast<size_t>(tokens * heads * D)), v(k.size());
   for (auto* t : {&k, &v}) {
@@ -130,8 +129,29 @@ TEST_P(PagedAttention, ReshapeAndCacheStoresEachTokenAtItsSlotOnly) {
       nonzero += stored(base, static_cast<size_t>(i)) != 0.0f;
     }
   }
-  EXPECT_EQ(written, static_cast<size_t>(2 * (tokens - 1) * heads * D));
+  EXPECT_EQ(written, static_cast<size_t>(2 * (tokens - padding) * heads * D));
   EXPECT_EQ(nonzero, written);
+}
+
+TEST_P(PagedAttention, ReshapeAndCacheStoresEachTokenAtItsSlotOnly) {
+  std::vector<int64_t> slots;
+  for (int64_t s = 4; s < 64; ++s) slots.push_back(s);  // blocks 1-15 of 4 slots, not block 0
+  std::mt19937 rng(9);
+  std::shuffle(slots.begin(), slots.end(), rng);
+  slots.resize(41);
+  slots[7] = -1;
+  ExpectEachTokenStoredAtItsSlotOnly(slots, std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+
+// A prefill's tokens take consecutive slots: runs that start mid-block, cross block ends (the
+// CPU layout writes each run within one block at once) and hold padding.
+TEST_P(PagedAttention, ReshapeAndCacheStoresRunsOfConsecutiveSlots) {
+  std::vector<int64_t> slots;
+  for (int64_t s = 6; s < 23; ++s) slots.push_back(s);
+  slots[5] = -1;
+  for (int64_t s = 41; s < 47; ++s) slots.push_back(s);
+  for (int64_t s = 28; s < 33; ++s) slots.push_back(s);
+  ExpectEachTokenStoredAtItsSlotOnly(slots, std::get<0>(GetParam()), std::get<1>(GetParam()));
 }
 
 INSTANTIATE_TEST_SUITE_P(KvDtypesAndLayouts, PagedAttention,
