@@ -305,6 +305,55 @@ TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
   }
 }
 
+// A bf16 cache holds exactly f32_to_bf16 of each value on every path (the AVX-512 one rounds 16
+// at a time): ties to even, NaN quieted with its payload, denormals kept, overflow to infinity;
+// runs of 16 tokens and more, and a head size that leaves a partial vector.
+TEST(PagedAttention, Bf16CacheStoresF32ToBf16OfEveryValueOnEveryIsaPath) {
+  IsaGuard guard;
+  const int D = 40, heads = 2, block = 32, num_blocks = 4;
+  std::vector<int64_t> slots;
+  for (int64_t s = 37; s < 110; ++s) slots.push_back(s);
+  slots[20] = -1;
+  const size_t width = static_cast<size_t>(heads) * D;
+  std::vector<float> k(slots.size() * width), v(k.size());
+  std::mt19937 rng(21);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (auto* t : {&k, &v}) {
+    for (float& x : *t) x = n(rng);
+  }
+  const uint32_t special[] = {0x3F808000u, 0x3F818000u, 0xBF808000u, 0x7FC01234u, 0xFF812345u,
+                              0x00000001u, 0x80400000u, 0x7F7FFFFFu, 0xFF800000u, 0x80000000u};
+  for (size_t i = 0; i < k.size(); i += 7) {
+    for (auto* t : {&k, &v}) std::memcpy(&(*t)[i], &special[(i / 7) % 10], 4);
+  }
+  int paths = 0;
+  for (cpu::Isa isa : {cpu::Isa::kGeneric, cpu::Isa::kAvx512}) {
+    if (!cpu::cpu_supports(isa)) continue;
+    cpu::set_isa(isa);
+    PagedKVCache cache(KVCacheSpec{1, num_blocks, block, heads, D, DType::kBF16});
+    const KVCacheLayer layer = cache.layer(0);
+    cpu::reshape_and_cache(k.data(), v.data(), slots, layer);
+    const auto* keys = static_cast<const uint16_t*>(layer.key);
+    const auto* values = static_cast<const uint16_t*>(layer.value);
+    for (size_t t = 0; t < slots.size(); ++t) {
+      if (slots[t] < 0) continue;
+      const int64_t b = slots[t] / block;
+      const int offset = static_cast<int>(slots[t] % block);
+      for (int h = 0; h < heads; ++h) {
+        for (int d = 0; d < D; ++d) {
+          const size_t i = t * width + static_cast<size_t>(h * D + d);
+          ASSERT_EQ(keys[layer.key_index(b, h, d, offset)], cpu::f32_to_bf16(k[i]))
+              << cpu::to_string(isa) << " token " << t << " head " << h << " d " << d;
+          ASSERT_EQ(values[layer.value_index(b, h, d, offset)], cpu::f32_to_bf16(v[i]))
+              << cpu::to_string(isa) << " token " << t << " head " << h << " d " << d;
+        }
+      }
+    }
+    ++paths;
+  }
+  EXPECT_GE(paths, 1);
+}
+
 // Batch invariance: a token's output bits are the same whether its request's tokens are
 // computed together (as in one prefill) or each alone (as in decode steps).
 TEST(PagedAttention, ATokensOutputDoesNotDependOnTheTokensComputedWithIt) {

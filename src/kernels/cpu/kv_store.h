@@ -1,0 +1,18 @@
+// Vector paths of reshape_and_cache for a bf16 cache: the rounding of dequant.h's f32_to_bf16
+// (to nearest even, NaN quieted, denormals kept), 16 values at a time. Call only when the CPU
+// has AVX-512 F/BW/VL (paged_attention.cpp checks active_isa()).
+#pragma once
+
+#include <cstdint>
+
+namespace pagedllm::cpu {
+
+// n values of x rounded into out.
+void round_to_bf16_avx512(const float* x, int n, uint16_t* out);
+
+// The key rows of `count` tokens at consecutive offsets of one block: row d of the block at
+// kd + d * ld gets token j's x[j * width + d] at column j, for d < D and j < count.
+void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uint16_t* kd,
+                                int ld);
+
+}  // namespace pagedllm::cpu
