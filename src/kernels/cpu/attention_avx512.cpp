@@ -64,16 +64,17 @@ inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, fl
   return correction;
 }
 
-// acc = acc * correction + sum over o of p[o] * V[o] for QB queries, V loaded once per row.
+// acc = acc * correction + sum over o of p[o] * V[o] for QB queries and one chunk, V loaded once
+// per row.
 template <int QB, int DV, typename T>
-[[gnu::always_inline]] inline void accumulate_values(QueryState* qs, const float (*p)[kChunk],
-                                                     const float* correction, const T* vt) {
+[[gnu::always_inline]] inline void add_chunk_values(__m512 (&acc)[QB][DV], const float (*p)[kChunk],
+                                                    const float* correction, const T* vt) {
   constexpr int D = DV * 16;
-  __m512 acc[QB][DV];
   for (int i = 0; i < QB; ++i) {
     const __m512 c = _mm512_set1_ps(correction[i]);
-    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(_mm512_loadu_ps(qs[i].acc + 16 * v), c);
+    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(acc[i][v], c);
   }
+#pragma GCC unroll 16
   for (int o = 0; o < kChunk; ++o) {
     __m512 row[DV];
     for (int v = 0; v < DV; ++v) row[v] = load16(vt + o * D + 16 * v);
@@ -82,22 +83,33 @@ template <int QB, int DV, typename T>
       for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_fmadd_ps(w, row[v], acc[i][v]);
     }
   }
+}
+
+template <int QB, int DV>
+[[gnu::always_inline]] inline void load_acc(const QueryState* qs, __m512 (&acc)[QB][DV]) {
+  for (int i = 0; i < QB; ++i) {
+    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_loadu_ps(qs[i].acc + 16 * v);
+  }
+}
+
+template <int QB, int DV>
+[[gnu::always_inline]] inline void store_acc(QueryState* qs, const __m512 (&acc)[QB][DV]) {
   for (int i = 0; i < QB; ++i) {
     for (int v = 0; v < DV; ++v) _mm512_storeu_ps(qs[i].acc + 16 * v, acc[i][v]);
   }
 }
 
-// NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C <= 8 score chains).
+// The scores of NQ queries for chunks ch0 .. ch0 + C - 1: s[i][c] = fma over d of
+// q_i[d] * K[d][o], from 0. The FMA units need about 8 independent chains (NQ * C of them).
 template <int NQ, int C, int DV, typename T>
-void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
-  constexpr int D = DV * 16;
-  __m512 s[NQ][C];
+[[gnu::always_inline]] inline void score_chunks(const QueryState* qs, const Chunks<T>& ctx, int ch0,
+                                                __m512 (&s)[NQ][C]) {
   for (int i = 0; i < NQ; ++i) {
     for (int c = 0; c < C; ++c) s[i][c] = _mm512_setzero_ps();
   }
   const T* kt[C];
   for (int c = 0; c < C; ++c) kt[c] = ctx.k[ch0 + c];
-  for (int d = 0; d < D; ++d) {
+  for (int d = 0; d < DV * 16; ++d) {
     __m512 k[C];
     for (int c = 0; c < C; ++c) k[c] = load16(kt[c] + static_cast<size_t>(d) * ctx.ldk);
     for (int i = 0; i < NQ; ++i) {
@@ -105,14 +117,25 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
       for (int c = 0; c < C; ++c) s[i][c] = _mm512_fmadd_ps(q, k[c], s[i][c]);
     }
   }
+}
+
+// NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C <= 8 score chains).
+template <int NQ, int C, int DV, typename T>
+void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
+  __m512 s[NQ][C];
+  score_chunks<NQ, C, DV>(qs, ctx, ch0, s);
   constexpr int QB = NQ < 16 / DV ? NQ : 16 / DV;
   for (int c = 0; c < C; ++c) {
     alignas(64) float p[NQ][kChunk];
     float correction[NQ];
     for (int i = 0; i < NQ; ++i)
       correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
-    for (int i = 0; i < NQ; i += QB)
-      accumulate_values<QB, DV>(qs + i, p + i, correction + i, ctx.v[ch0 + c]);
+    for (int i = 0; i < NQ; i += QB) {
+      __m512 acc[QB][DV];
+      load_acc(qs + i, acc);
+      add_chunk_values<QB, DV>(acc, p + i, correction + i, ctx.v[ch0 + c]);
+      store_acc(qs + i, acc);
+    }
   }
 }
 
@@ -207,28 +230,15 @@ inline void softmax_eight(const QueryState* qs, const float (*s)[8][kChunk], int
   for (int c = 0; c < NC; ++c) st.sum = _mm512_fmadd_ps(st.sum, corrections[c], sums[c]);
 }
 
-// The scores of 8 queries for chunks ch .. ch + NC - 1 into s[c][i] (16 lanes): each is
-// s = fma over d of q_i[d] * K[d][o], from 0. Two chunks give 16 independent FMA chains, where
-// one chunk's 8 leave the FMA units waiting on their latency.
+// score_chunks for 8 queries and NC chunks, stored as s[c][i] (16 lanes). Two chunks give 16
+// independent FMA chains, where one chunk's 8 leave the FMA units waiting on their latency.
 template <int NC, int DV, typename T>
 [[gnu::always_inline]] inline void score_eight(const QueryState* qs, const Chunks<T>& ctx, int ch,
                                                float (*s)[8][kChunk]) {
-  __m512 sum[NC][8];
+  __m512 sum[8][NC];
+  score_chunks<8, NC, DV>(qs, ctx, ch, sum);
   for (int c = 0; c < NC; ++c) {
-    for (int i = 0; i < 8; ++i) sum[c][i] = _mm512_setzero_ps();
-  }
-  const T* kt[NC];
-  for (int c = 0; c < NC; ++c) kt[c] = ctx.k[ch + c];
-  for (int d = 0; d < DV * 16; ++d) {
-    __m512 k[NC];
-    for (int c = 0; c < NC; ++c) k[c] = load16(kt[c] + static_cast<size_t>(d) * ctx.ldk);
-    for (int i = 0; i < 8; ++i) {
-      const __m512 q = _mm512_set1_ps(qs[i].q[d]);
-      for (int c = 0; c < NC; ++c) sum[c][i] = _mm512_fmadd_ps(q, k[c], sum[c][i]);
-    }
-  }
-  for (int c = 0; c < NC; ++c) {
-    for (int i = 0; i < 8; ++i) _mm512_store_ps(s[c][i], sum[c][i]);
+    for (int i = 0; i < 8; ++i) _mm512_store_ps(s[c][i], sum[i][c]);
   }
 }
 
@@ -241,35 +251,16 @@ struct PhaseWeights {
   alignas(64) float correction[kPhaseChunks][kChunk];
 };
 
-// accumulate_values over the n chunks of a phase for queries [i0, i0 + QB) of the 8, acc held in
+// add_chunk_values over the n chunks of a phase for queries [i0, i0 + QB) of the 8, acc held in
 // registers from the first chunk to the last (the same operations, without the round trips).
 template <int QB, int DV, typename T>
 [[gnu::always_inline]] inline void accumulate_phase(QueryState* qs, const PhaseWeights& w, int i0,
                                                     const Chunks<T>& ctx, int ch0, int n) {
-  constexpr int D = DV * 16;
   __m512 acc[QB][DV];
-  for (int i = 0; i < QB; ++i) {
-    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_loadu_ps(qs[i0 + i].acc + 16 * v);
-  }
-  for (int c = 0; c < n; ++c) {
-    const T* vt = ctx.v[ch0 + c];
-    for (int i = 0; i < QB; ++i) {
-      const __m512 corr = _mm512_set1_ps(w.correction[c][i0 + i]);
-      for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(acc[i][v], corr);
-    }
-#pragma GCC unroll 16
-    for (int o = 0; o < kChunk; ++o) {
-      __m512 row[DV];
-      for (int v = 0; v < DV; ++v) row[v] = load16(vt + o * D + 16 * v);
-      for (int i = 0; i < QB; ++i) {
-        const __m512 p = _mm512_set1_ps(w.p[c][i0 + i][o]);
-        for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_fmadd_ps(p, row[v], acc[i][v]);
-      }
-    }
-  }
-  for (int i = 0; i < QB; ++i) {
-    for (int v = 0; v < DV; ++v) _mm512_storeu_ps(qs[i0 + i].acc + 16 * v, acc[i][v]);
-  }
+  load_acc(qs + i0, acc);
+  for (int c = 0; c < n; ++c)
+    add_chunk_values<QB, DV>(acc, w.p[c] + i0, w.correction[c] + i0, ctx.v[ch0 + c]);
+  store_acc(qs + i0, acc);
 }
 
 // 8 queries over the chunks the furthest of them reaches, the same arithmetic as

@@ -12,7 +12,6 @@ void round_to_bf16_avx512(const float* x, int n, uint16_t* out);
 
 // The key rows of `count` tokens at consecutive offsets of one block: row d of the block at
 // kd + d * ld gets token j's x[j * width + d] at column j, for d < D and j < count.
-void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uint16_t* kd,
-                                int ld);
+void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uint16_t* kd, int ld);
 
 }  // namespace pagedllm::cpu

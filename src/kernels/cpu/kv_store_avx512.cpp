@@ -37,12 +37,11 @@ void round_to_bf16_avx512(const float* x, int n, uint16_t* out) {
   }
 }
 
-void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uint16_t* kd,
-                                int ld) {
+void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uint16_t* kd, int ld) {
   // Token j's value for row d sits at x + j * width + d: one gather per row and 16 tokens.
-  const __m512i token = _mm512_mullo_epi32(
-      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-      _mm512_set1_epi32(width));
+  const __m512i token =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(width));
   for (int j0 = 0; j0 < count; j0 += 16) {
     const __mmask16 m = first(count - j0);
     const float* base = x + static_cast<size_t>(j0) * width;

@@ -63,11 +63,12 @@ void cache_run_impl(const float* k, const float* v, int width, int count, int64_
   const int offset0 = static_cast<int>(slot0 % s.block_size);
   T* kc = static_cast<T*>(cache.key);
   T* vc = static_cast<T*>(cache.value);
+  const bool avx512 = active_isa() >= Isa::kAvx512;
   for (int h = 0; h < s.num_kv_heads; ++h) {
     const size_t column = static_cast<size_t>(h) * s.head_size;
     T* kd = kc + cache.key_index(block, h, 0, offset0);
     if constexpr (std::is_same_v<T, uint16_t>) {
-      if (active_isa() >= Isa::kAvx512) {
+      if (avx512) {
         store_key_rows_bf16_avx512(k + column, width, count, s.head_size, kd, s.block_size);
         for (int j = 0; j < count; ++j) {
           round_to_bf16_avx512(v + static_cast<size_t>(j) * width + column, s.head_size,
@@ -115,19 +116,21 @@ void reshape_and_cache_impl(const float* key, const float* value,
     return;
   }
   // Runs of a prefill's consecutive slots, cut at block ends (distinct runs own distinct slots).
-  std::vector<int64_t> run_starts;
+  // thread_local: reused by every layer and step rather than allocated each call.
+  thread_local std::vector<int64_t> run_starts;
+  run_starts.clear();
   for (int64_t t = 0; t < tokens; t = run_end(slot_mapping, t, cache.spec.block_size))
     run_starts.push_back(t);
   run_starts.push_back(tokens);
   const auto runs = static_cast<int64_t>(run_starts.size()) - 1;
+  const int64_t* starts = run_starts.data();  // this thread's, not each worker's
 #pragma omp parallel for schedule(static) if (tokens > 8)
   for (int64_t r = 0; r < runs; ++r) {
-    const int64_t t = run_starts[static_cast<size_t>(r)];
+    const int64_t t = starts[r];
     const int64_t slot = slot_mapping[static_cast<size_t>(t)];
     if (slot < 0) continue;
     cache_run_impl<T>(key + static_cast<size_t>(t) * width, value + static_cast<size_t>(t) * width,
-                      width, static_cast<int>(run_starts[static_cast<size_t>(r) + 1] - t), slot,
-                      cache);
+                      width, static_cast<int>(starts[r + 1] - t), slot, cache);
   }
 }
 
