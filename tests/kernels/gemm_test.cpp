@@ -121,9 +121,10 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
 }
 
 TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
-  // Every path against the reference too, on 19 row tiles with a partial last K block (and for
-  // bf16 an odd K). 70 outputs are 5 panels: a group of 4 and a group of 1 for the AVX-512 f32
-  // tile, which takes K in ranges of 4096 past K = 4096 (4353: two ranges, 8500: three).
+  // Every path against the reference too, on 75 rows with a partial last K block (and for bf16
+  // an odd K). The AVX-512 f32 tile takes them as row tiles of 8 and 7 over panel groups of 3
+  // and 2 (70 outputs are 5 panels), and alone as groups of 4 and 1; it takes K in ranges of
+  // 4096 past K = 4096 (4353: two ranges, 8500: three).
   std::mt19937 rng(4);
   std::normal_distribution<float> n(0.0f, 1.0f);
   for (const auto& [dtype, K] : {std::pair{DType::kF32, 1100}, std::pair{DType::kF32, 4353},

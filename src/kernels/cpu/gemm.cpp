@@ -132,18 +132,25 @@ struct TileShape {
   int k_chunk = 0;  // the f32 tile's k range per pass (0: all of K)
 };
 
-// The AVX-512 f32 tile takes 6 rows and 4 panels: per k, 4 weight lines and 6 broadcasts feed 24
-// FMAs, where fewer leave the loads (with the prefetches) as busy as the two FMA pipes. The row
-// tiles reuse a panel group from L2, so a group holds at most 1 MiB of a 2 MiB L2: past
-// K = 4096 the tiles take K in ranges of 4096 (BM_Gemm f32 K = 8192, 2 threads: M=512 263-276
-// -> 302-309 GFLOP/s, M=32 223 -> 248-255, against a 2-panel group over all of K).
+// The AVX-512 f32 tile takes 8 rows and 3 panels for batches, 6 and 4 for up to 6 rows: per k,
+// 24 FMAs are fed by 3 weight lines and 8 broadcasts or by 4 and 6, where fewer leave the loads
+// (with the prefetches) as busy as the two FMA pipes. With 8 rows a batch of 32 takes 4 passes
+// over each group rather than 6, and only the first waits on DRAM (BM_Gemm f32, N = 16384,
+// K = 2048, 2 threads, interleaved: M=32 249-250 -> 258-261 GFLOP/s, M=64 265-271 -> 277-292,
+// M=128 296-299 -> 314-316; M=512 unchanged). The row tiles reuse a panel group from L2, so a
+// group holds at most 1 MiB of a 2 MiB L2: past K = 4096 the tiles take K in ranges of 4096
+// (BM_Gemm f32 K = 8192, 2 threads: M=512 263-276 -> 302-309 GFLOP/s, M=32 223 -> 248-255,
+// against a 2-panel group over all of K).
 constexpr int kF32GroupMaxK = (1 << 20) / (kMaxTilePanels * PackedMatrix::kPanel * 4);
 static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
+constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
 
-TileShape tile_shape(TileFn tile, PanelStorage storage, int K) {
+TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
-  return {kMaxTileRows + 2, kMaxTilePanels, K > kF32GroupMaxK ? kF32GroupMaxK : 0};
+  const int k_chunk = K > kF32GroupMaxK ? kF32GroupMaxK : 0;
+  if (M > kMaxTileRows + 2) return {kF32BatchRows, kF32BatchPanels, k_chunk};
+  return {kMaxTileRows + 2, kMaxTilePanels, k_chunk};
 }
 
 }  // namespace
@@ -192,7 +199,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const Bf16Activations* rounded = &xb;
   const int K = w.cols(), N = w.rows();
-  const TileShape shape = tile_shape(tile, w.storage(), K);
+  const TileShape shape = tile_shape(tile, w.storage(), M, K);
   const int panel_groups = (w.panels() + shape.panels - 1) / shape.panels;
   const int row_tiles = (M + shape.rows - 1) / shape.rows;
   // Rows split evenly over the row tiles (7 rows: 4 3, not 6 1): a tile of few rows loads as many

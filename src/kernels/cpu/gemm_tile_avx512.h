@@ -55,8 +55,7 @@ void tile(const TileArgs& a) {
   constexpr int C = S::kChains;
   static_assert(C == 1 || C == 2, "the block tail below handles one or two chains");
   const S steps(a);
-  // Partial sums live in registers (C x MR x NP <= 24); block totals in memory. (8-row tiles
-  // measured slower here: 620 vs 720 tok/s on the batched benchmark.)
+  // Partial sums live in registers (C x MR x NP <= 24); block totals in memory.
   alignas(64) float total[MR][NP][16] = {};
   if (a.resume) {
     for (int q = 0; q < NP; ++q) {
@@ -104,19 +103,24 @@ void tile(const TileArgs& a) {
   }
 }
 
-// Calls tile<mr, np> for a.mr in [1, 6] (more counts as 6) and a.np in [1, kMaxPanels].
+// Calls tile<MR, np> for a.np in [1, kMaxPanels].
 template <template <int, int> class Steps, int kMaxPanels, int MR>
 void tile_with_rows(const TileArgs& a) {
   static_assert(kMaxPanels >= 2 && kMaxPanels <= kMaxTilePanels);
   if constexpr (kMaxPanels >= 4) {
     if (a.np == 4) return tile<MR, 4, Steps>(a);
+  }
+  if constexpr (kMaxPanels >= 3) {
     if (a.np == 3) return tile<MR, 3, Steps>(a);
   }
   return a.np == 2 ? tile<MR, 2, Steps>(a) : tile<MR, 1, Steps>(a);
 }
 
-template <template <int, int> class Steps, int kMaxPanels = 2>
+// Calls tile<mr, np> for a.mr in [1, 6] (more counts as 6) and a.np in [1, kMaxPanels]; with
+// kMaxRows 8, a.mr of 7 or 8 too, for at most 3 panels (24 accumulators).
+template <template <int, int> class Steps, int kMaxPanels = 2, int kMaxRows = 6>
 void dispatch(const TileArgs& a) {
+  static_assert(kMaxRows == 6 || kMaxRows == 8);
   switch (a.mr) {
     case 1:
       return tile_with_rows<Steps, kMaxPanels, 1>(a);
@@ -129,8 +133,13 @@ void dispatch(const TileArgs& a) {
     case 5:
       return tile_with_rows<Steps, kMaxPanels, 5>(a);
     default:
-      return tile_with_rows<Steps, kMaxPanels, 6>(a);
+      break;
   }
+  if constexpr (kMaxRows == 8) {
+    if (a.mr == 7) return tile_with_rows<Steps, 3, 7>(a);
+    if (a.mr >= 8) return tile_with_rows<Steps, 3, 8>(a);
+  }
+  return tile_with_rows<Steps, kMaxPanels, 6>(a);
 }
 
 }  // namespace pagedllm::cpu::avx512
