@@ -19,6 +19,7 @@
 #include "kernels/cpu/gemm_onednn.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/kv_cache.h"
+#include "sampling/sampler.h"
 
 namespace {
 
@@ -244,6 +245,25 @@ void BM_RmsNorm(benchmark::State& state) {
       benchmark::Counter(2.0 * x.size() * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_RmsNorm)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+// Greedy sampling's argmax over one llama-1b logits row (128256), against std::max_element.
+void BM_GreedyArgmax(benchmark::State& state) {
+  const auto logits = random_vector(128256, 12);
+  const bool reference = state.range(0) != 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(reference
+                                 ? std::max_element(logits.begin(), logits.end()) - logits.begin()
+                                 : argmax(logits));
+  }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(logits.size()) * 4 * 1e-9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_GreedyArgmax)
+    ->ArgName("max_element")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_Rope(benchmark::State& state) {
   const int tokens = 512, heads = 32, D = 64;

@@ -38,6 +38,10 @@ class Sampler {
   std::vector<uint8_t> seen_;
 };
 
+// The first index of the largest value, as std::max_element gives it: NaN is never the
+// largest but at index 0, and -0.0 ties +0.0. 0 for an empty row.
+int32_t argmax(std::span<const float> v);
+
 // log-softmax of one row, written to out.
 void log_softmax(std::span<const float> logits, std::span<float> out);
 

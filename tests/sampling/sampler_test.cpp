@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -38,6 +41,39 @@ TEST(Sampler, GreedyTakesTheArgMax) {
   f.params.temperature = 0.0f;
   EXPECT_EQ(f.draw(kLogits, 1).token_id, 0);
   EXPECT_EQ(f.draw(kLogits, 999).token_id, 0);
+}
+
+TEST(Sampler, ArgMaxIsMaxElementsFirstMaximumOnEveryRow) {
+  const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> coarse(-3, 3);
+  std::uniform_int_distribution<int> special(0, 9);
+  for (int trial = 0; trial < 400; ++trial) {
+    // Few distinct values, so ties are common, with NaN, infinities and signed zeros mixed in,
+    // over lengths around the 16-lane blocks.
+    std::vector<float> v(static_cast<size_t>(trial % 70));
+    for (float& x : v) {
+      const int s = special(rng);
+      x = s == 0                     ? nan
+          : s == 1                   ? -inf
+          : s == 2                   ? -0.0f
+          : s == 3 && trial % 5 == 0 ? inf
+                                     : float(coarse(rng));
+    }
+    if (v.empty()) {
+      EXPECT_EQ(argmax(v), 0);
+      continue;
+    }
+    EXPECT_EQ(argmax(v), std::max_element(v.begin(), v.end()) - v.begin()) << "trial " << trial;
+  }
+  // The maximum only in the tail past the last whole block, and only in a lane's last element.
+  std::vector<float> tail(37, 1.0f);
+  tail[36] = 2.0f;
+  EXPECT_EQ(argmax(tail), 36);
+  std::vector<float> lane(32, 1.0f);
+  lane[31] = 2.0f;
+  lane[15] = 2.0f;
+  EXPECT_EQ(argmax(lane), 15);
 }
 
 TEST(Sampler, SameSeedSameTokenDifferentSeedsSpread) {
