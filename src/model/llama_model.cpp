@@ -73,7 +73,6 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
   xb_.resize(t * std::max(c.dim, c.q_dim()));
   qkv_.resize(t * (c.q_dim() + 2 * c.kv_dim()));
   q_.resize(t * c.q_dim());
-  k_.resize(t * c.kv_dim());
   attn_.resize(t * c.q_dim());
   gate_up_.resize(t * 2 * c.hidden_dim);
   gate_.resize(t * c.hidden_dim);
@@ -95,25 +94,25 @@ void LlamaModel::rope_and_cache(const LayerWeights& w, const ModelInputs& in, in
   const int qd = c.q_dim(), kvd = c.kv_dim(), width = qd + 2 * kvd, half = rope_.half;
   const auto slots = in.slot_mapping_actual();
   // One pass per token over its qkv row while it is in L1: q (normed first where the model has
-  // q/k norms, as Qwen3) rotated into q_, k the same into k_ (the token's own row) and stored
-  // with v to the token's cache slot.
+  // q/k norms, as Qwen3) rotated into q_, k the same in place. Then K and V go to the cache
+  // from the qkv rows, a block's worth of a prefill's tokens at a time (reshape_and_cache's
+  // runs), where one token at a time writes one element of each K row of its block.
 #pragma omp parallel for schedule(static) if (tokens > 8)
   for (int t = 0; t < tokens; ++t) {
-    const float* row = qkv_.data() + static_cast<size_t>(t) * width;
+    float* row = qkv_.data() + static_cast<size_t>(t) * width;
     const float* cos = rope_.cos.data() + static_cast<size_t>(t) * half;
     const float* sin = rope_.sin.data() + static_cast<size_t>(t) * half;
     float* q = q_.data() + static_cast<size_t>(t) * qd;
-    float* k = k_.data() + static_cast<size_t>(t) * kvd;
+    float* k = row + qd;
     std::copy_n(row, qd, q);
-    std::copy_n(row + qd, kvd, k);
     if (w.q_norm) {
       cpu::rms_norm(q, w.q_norm, q, c.n_heads, c.head_dim, c.norm_eps);
       cpu::rms_norm(k, w.k_norm, k, c.n_kv_heads, c.head_dim, c.norm_eps);
     }
     cpu::rope_heads(q, c.n_heads, cos, sin, half, weights_->rope_style);
     cpu::rope_heads(k, c.n_kv_heads, cos, sin, half, weights_->rope_style);
-    cpu::cache_token(k, row + qd + kvd, slots[static_cast<size_t>(t)], cache);
   }
+  cpu::reshape_and_cache(qkv_.data() + qd, qkv_.data() + qd + kvd, slots, cache, width);
 }
 
 void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {

@@ -59,7 +59,7 @@ class LlamaModel : public Model {
   // Workspace, sized once for max_tokens.
   // On cache lines: oneDNN's AMX kernels read and write whole 64-byte rows (aligned_allocator.h).
   using Activations = std::vector<float, AlignedAllocator<float>>;
-  Activations x_, xb_, qkv_, q_, k_, attn_, gate_up_, gate_, last_;
+  Activations x_, xb_, qkv_, q_, attn_, gate_up_, gate_, last_;
 };
 
 }  // namespace pagedllm

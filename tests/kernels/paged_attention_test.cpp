@@ -85,8 +85,10 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
 // store runs split over the threads.
 // Stores random K/V for one token per slot (-1: a padding token, stored nowhere) and checks
 // that each token's values, and nothing else, landed at its slot.
+// fused: K and V are read in place from rows laid out as a fused qkv projection writes them
+// (q, k, v side by side, reshape_and_cache's row_stride), rather than from packed rows.
 void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType dtype,
-                                        KVLayout layout) {
+                                        KVLayout layout, bool fused = false) {
   const int D = 16, heads = 2, block = 4, num_blocks = 16;
   const int tokens = static_cast<int>(slots.size());
   const int padding = static_cast<int>(std::count(slots.begin(), slots.end(), int64_t{-1}));
@@ -99,7 +101,20 @@ void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType
     for (float& x : *t) x = n(rng);
   }
   const KVCacheLayer layer = cache.layer(0);
-  cpu::reshape_and_cache(k.data(), v.data(), slots, layer);
+  if (fused) {
+    const int width = heads * D, q_width = 3 * D, stride = q_width + 2 * width;
+    std::vector<float> qkv(static_cast<size_t>(tokens * stride), 7.0f);
+    for (int t = 0; t < tokens; ++t) {
+      const size_t row = static_cast<size_t>(t * stride), packed = static_cast<size_t>(t * width);
+      std::copy_n(k.begin() + static_cast<std::ptrdiff_t>(packed), width, &qkv[row + q_width]);
+      std::copy_n(v.begin() + static_cast<std::ptrdiff_t>(packed), width,
+                  &qkv[row + q_width + width]);
+    }
+    cpu::reshape_and_cache(qkv.data() + q_width, qkv.data() + q_width + width, slots, layer,
+                           stride);
+  } else {
+    cpu::reshape_and_cache(k.data(), v.data(), slots, layer);
+  }
   const auto stored = [&](const void* base, size_t index) {
     if (dtype == DType::kF32) return static_cast<const float*>(base)[index];
     return cpu::bf16_to_f32(static_cast<const uint16_t*>(base)[index]);
@@ -152,6 +167,16 @@ TEST_P(PagedAttention, ReshapeAndCacheStoresRunsOfConsecutiveSlots) {
   for (int64_t s = 41; s < 47; ++s) slots.push_back(s);
   for (int64_t s = 28; s < 33; ++s) slots.push_back(s);
   ExpectEachTokenStoredAtItsSlotOnly(slots, std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+
+// The model's path: K and V read in place from its fused qkv rows, a prefill's runs and decodes'
+// single tokens.
+TEST_P(PagedAttention, ReshapeAndCacheReadsKAndVInPlaceFromFusedQkvRows) {
+  std::vector<int64_t> slots;
+  for (int64_t s = 5; s < 19; ++s) slots.push_back(s);
+  slots[3] = -1;
+  for (int64_t s : {50, 33, 61}) slots.push_back(s);
+  ExpectEachTokenStoredAtItsSlotOnly(slots, std::get<0>(GetParam()), std::get<1>(GetParam()), true);
 }
 
 INSTANTIATE_TEST_SUITE_P(KvDtypesAndLayouts, PagedAttention,

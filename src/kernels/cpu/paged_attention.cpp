@@ -102,8 +102,8 @@ int64_t run_end(std::span<const int64_t> slots, int64_t t, int block_size) {
 
 template <typename T>
 void reshape_and_cache_impl(const float* key, const float* value,
-                            std::span<const int64_t> slot_mapping, const KVCacheLayer& cache) {
-  const int width = cache.spec.num_kv_heads * cache.spec.head_size;
+                            std::span<const int64_t> slot_mapping, const KVCacheLayer& cache,
+                            int width) {
   const auto tokens = static_cast<int64_t>(slot_mapping.size());
   if (cache.spec.layout != KVLayout::kCpu) {
     // Each token owns its slot, so the tokens' writes never overlap.
@@ -277,19 +277,12 @@ void paged_attention_impl(const float* q, int num_heads, const AttentionBatch& b
 }  // namespace
 
 void reshape_and_cache(const float* key, const float* value, std::span<const int64_t> slot_mapping,
-                       KVCacheLayer cache) {
+                       KVCacheLayer cache, int row_stride) {
+  const int width = row_stride > 0 ? row_stride : cache.spec.num_kv_heads * cache.spec.head_size;
   if (cache.spec.dtype == DType::kBF16) {
-    reshape_and_cache_impl<uint16_t>(key, value, slot_mapping, cache);
+    reshape_and_cache_impl<uint16_t>(key, value, slot_mapping, cache, width);
   } else {
-    reshape_and_cache_impl<float>(key, value, slot_mapping, cache);
-  }
-}
-
-void cache_token(const float* key, const float* value, int64_t slot, const KVCacheLayer& cache) {
-  if (cache.spec.dtype == DType::kBF16) {
-    cache_token_impl<uint16_t>(key, value, slot, cache);
-  } else {
-    cache_token_impl<float>(key, value, slot, cache);
+    reshape_and_cache_impl<float>(key, value, slot_mapping, cache, width);
   }
 }
 

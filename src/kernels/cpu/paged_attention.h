@@ -17,12 +17,11 @@ struct AttentionBatch {
   int max_blocks_per_req = 0;
 };
 
-// Writes each token's K and V ([tokens, num_kv_heads * head_size]) to its slot; slot -1 (padding)
-// is skipped.
+// Writes each token's K and V (rows of num_kv_heads * head_size values, token t's at
+// key + t * row_stride and value + t * row_stride; row_stride 0 means packed rows) to its slot;
+// slot -1 (padding) is skipped. A stride lets K and V be read in place from a fused qkv row.
 void reshape_and_cache(const float* key, const float* value, std::span<const int64_t> slot_mapping,
-                       KVCacheLayer cache);
-// One token of it: key and value are its [num_kv_heads * head_size] rows.
-void cache_token(const float* key, const float* value, int64_t slot, const KVCacheLayer& cache);
+                       KVCacheLayer cache, int row_stride = 0);
 
 // out[t, h] = softmax(q[t, h] . K[0..p] / sqrt(head_size)) . V[0..p] where p is token t's
 // position: a token sees keys 0..p of its own request (causal by position), read through the
