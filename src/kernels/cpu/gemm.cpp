@@ -1,6 +1,7 @@
 #include "kernels/cpu/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "kernels/cpu/dequant.h"
@@ -129,7 +130,8 @@ TileFn tile_for(Isa isa, const PackedMatrix& w, int M) {
 
 struct TileShape {
   int rows, panels;
-  int k_chunk = 0;  // the f32 tile's k range per pass (0: all of K)
+  int k_chunk = 0;          // the f32 tile's k range per pass (0: all of K)
+  bool fetch_next = false;  // row tiles after the first fetch the thread's next group (TileArgs)
 };
 
 // The AVX-512 f32 tile takes 8 rows and 3 panels for batches, 6 and 4 for up to 6 rows: per k,
@@ -141,6 +143,13 @@ struct TileShape {
 // group holds at most 1 MiB of a 2 MiB L2: past K = 4096 the tiles take K in ranges of 4096
 // (BM_Gemm f32 K = 8192, 2 threads: M=512 263-276 -> 302-309 GFLOP/s, M=32 223 -> 248-255,
 // against a 2-panel group over all of K).
+// A batch's first pass over a group waits on DRAM, which one core streams at about half of the
+// machine's bandwidth (BM_StreamRead, 1 thread), and its later passes leave DRAM idle. So
+// those passes fetch the thread's next group, one line per k step in the order its first pass
+// reads them: 1 + 3 passes of 32 rows fetch all of 3 panels (BM_Gemm f32 N = 16384, K = 2048,
+// 2 threads, interleaved: M=16 213 -> 237 GFLOP/s, M=32 241-255 -> 274-296, M=64 291 -> 317;
+// M=128 and 512 unchanged). Fetching in panel order, or spread over all passes, gained nothing.
+// Not with k ranges: a range and the next one do not fit in L2 together with the rows.
 constexpr int kF32GroupMaxK = (1 << 20) / (kMaxTilePanels * PackedMatrix::kPanel * 4);
 static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
 constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
@@ -149,7 +158,7 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
   const int k_chunk = K > kF32GroupMaxK ? kF32GroupMaxK : 0;
-  if (M > kMaxTileRows + 2) return {kF32BatchRows, kF32BatchPanels, k_chunk};
+  if (M > kMaxTileRows + 2) return {kF32BatchRows, kF32BatchPanels, k_chunk, k_chunk == 0};
   return {kMaxTileRows + 2, kMaxTilePanels, k_chunk};
 }
 
@@ -248,14 +257,22 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   // Panel groups outermost so that a thread reuses one weight panel across its row tiles. Threads
   // take one panel group at a time: on this shared host one core is often slowed, and a static
   // split left the other waiting (bench_kernels BM_Gemm medians of 7: 3-10 % faster dynamic).
+  // Each thread claims its next group before it runs the current one, so that where the shape
+  // says so its row tiles after the first can fetch the next group while they compute.
+  std::atomic<int> claimed{0};
 #pragma omp parallel if (parallel)
   {
     const FlushDenormals flushing(flush);
     const ReleaseTiles release{tile == gemm_int8_tile_amx};
-    // One panel group per grab; its row tiles run over each k range in turn.
     const int k_ranges = shape.k_chunk ? (K + shape.k_chunk - 1) / shape.k_chunk : 1;
-#pragma omp for schedule(dynamic, 1)
-    for (int g = 0; g < panel_groups; ++g) {
+    const auto group_panels = [&](int g) {
+      return std::min(shape.panels, w.panels() - g * shape.panels);
+    };
+    for (int g = claimed.fetch_add(1, std::memory_order_relaxed); g < panel_groups;) {
+      const int next = claimed.fetch_add(1, std::memory_order_relaxed);
+      const bool fetch =
+          shape.fetch_next && next < panel_groups && group_panels(next) == group_panels(g);
+      // Its row tiles run over each k range in turn.
       for (int r = 0; r < k_ranges; ++r) {
         for (int rt = 0; rt < row_tiles; ++rt) {
           TileArgs args = tile_args(g, rt);
@@ -263,9 +280,14 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
           args.k_end = r + 1 == k_ranges ? K : args.k_begin + shape.k_chunk;
           args.resume = r > 0;
           args.finish = r + 1 == k_ranges;
+          if (fetch && rt > 0) {
+            args.next_p = next * shape.panels;
+            args.next_line = (rt - 1) * K;
+          }
           tile(args);
         }
       }
+      g = next;
     }
   }
 }

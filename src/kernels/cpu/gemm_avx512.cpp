@@ -19,9 +19,18 @@ struct F32Steps {
   const float* panel[NP];
   const float* x[MR];
   int K;
+  // The next group's panels (TileArgs::next_p): step k fetches line next_line + k while
+  // k < next_steps.
+  const float* next[NP] = {};
+  int next_line = 0, next_steps = 0;
   explicit F32Steps(const TileArgs& a) : K(a.K) {
     for (int q = 0; q < NP; ++q) panel[q] = a.w->f32_panel(a.p + q);
     for (int m = 0; m < MR; ++m) x[m] = a.x + static_cast<size_t>(m) * a.ldx;
+    if (a.next_p >= 0) {
+      for (int q = 0; q < NP; ++q) next[q] = a.w->f32_panel(a.next_p + q);
+      next_line = a.next_line;
+      next_steps = std::clamp(NP * K - a.next_line, 0, K);
+    }
   }
   int count() const { return K; }
   void step(int k, __m512 (&chain)[MR][NP]) const {
@@ -30,6 +39,12 @@ struct F32Steps {
       const float* line = panel[q] + static_cast<size_t>(k) * PackedMatrix::kPanel;
       prefetch_ahead(line);
       w[q] = _mm512_load_ps(line);
+    }
+    if (k < next_steps) {
+      const int i = next_line + k;
+      _mm_prefetch(reinterpret_cast<const char*>(next[i % NP] + static_cast<size_t>(i / NP) *
+                                                                    PackedMatrix::kPanel),
+                   _MM_HINT_T0);
     }
     for (int m = 0; m < MR; ++m) {
       const __m512 xb = _mm512_set1_ps(x[m][k]);
