@@ -152,7 +152,6 @@ struct TileShape {
 // Not with k ranges: a range and the next one do not fit in L2 together with the rows.
 constexpr int kF32GroupMaxK = (1 << 20) / (kMaxTilePanels * PackedMatrix::kPanel * 4);
 static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
-constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
 
 TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};

@@ -39,6 +39,8 @@ namespace pagedllm::cpu {
 constexpr int kKBlock = 256;
 constexpr int kMaxTileRows = 4;
 constexpr int kMaxTilePanels = 4;
+// The AVX-512 f32 tile for batches (gemm.cpp tile_shape): 8 rows x 3 panels, 24 accumulators.
+constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
 
 // Where the process's matmul backend says so (gemm_onednn.h), a bf16 product of at least
 // kOneDnnMinRows rows goes to oneDNN instead, in oneDNN's order of additions.

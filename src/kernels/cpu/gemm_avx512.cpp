@@ -86,7 +86,7 @@ void gemm_tile_avx512(const TileArgs& a) {
     const FlushDenormals flush;
     avx512::dispatch<Bf16PairSteps>(a);
   } else {
-    avx512::dispatch<F32Steps, kMaxTilePanels, 8>(a);
+    avx512::dispatch<F32Steps, kMaxTilePanels, kF32BatchRows>(a);
   }
 }
 

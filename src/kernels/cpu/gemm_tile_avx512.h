@@ -117,10 +117,11 @@ void tile_with_rows(const TileArgs& a) {
 }
 
 // Calls tile<mr, np> for a.mr in [1, 6] (more counts as 6) and a.np in [1, kMaxPanels]; with
-// kMaxRows 8, a.mr of 7 or 8 too, for at most 3 panels (24 accumulators).
+// kMaxRows kF32BatchRows, a.mr of 7 or 8 too, for at most kF32BatchPanels panels.
 template <template <int, int> class Steps, int kMaxPanels = 2, int kMaxRows = 6>
 void dispatch(const TileArgs& a) {
-  static_assert(kMaxRows == 6 || kMaxRows == 8);
+  static_assert(kMaxRows == 6 || kMaxRows == kF32BatchRows);
+  static_assert(kF32BatchRows == 8 && kF32BatchRows * kF32BatchPanels <= 24, "7 and 8 rows below");
   switch (a.mr) {
     case 1:
       return tile_with_rows<Steps, kMaxPanels, 1>(a);
@@ -135,9 +136,9 @@ void dispatch(const TileArgs& a) {
     default:
       break;
   }
-  if constexpr (kMaxRows == 8) {
-    if (a.mr == 7) return tile_with_rows<Steps, 3, 7>(a);
-    if (a.mr >= 8) return tile_with_rows<Steps, 3, 8>(a);
+  if constexpr (kMaxRows == kF32BatchRows) {
+    if (a.mr == 7) return tile_with_rows<Steps, kF32BatchPanels, 7>(a);
+    if (a.mr >= 8) return tile_with_rows<Steps, kF32BatchPanels, 8>(a);
   }
   return tile_with_rows<Steps, kMaxPanels, 6>(a);
 }
