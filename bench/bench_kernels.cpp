@@ -20,15 +20,19 @@
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/kv_cache.h"
 #include "sampling/sampler.h"
+#include "util/aligned_allocator.h"
 
 namespace {
 
 using namespace pagedllm;
 
-std::vector<float> random_vector(size_t n, uint32_t seed) {
+// On cache lines, as the model's activations are (llama_model.h).
+using Floats = std::vector<float, AlignedAllocator<float>>;
+
+Floats random_vector(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> d(0.0f, 0.02f);
-  std::vector<float> v(n);
+  Floats v(n);
   for (float& x : v) x = d(rng);
   return v;
 }
@@ -52,7 +56,7 @@ void BM_Gemm(benchmark::State& state) {
   }
   const cpu::PackedMatrix packed(w);
   auto x = random_vector(static_cast<size_t>(M) * K, 2);
-  std::vector<float> y(static_cast<size_t>(M) * N);
+  Floats y(static_cast<size_t>(M) * N);
   const cpu::MatmulBackend saved = cpu::matmul_backend();
   cpu::set_matmul_backend(onednn ? cpu::MatmulBackend::kOneDnn : cpu::MatmulBackend::kNative);
   if (onednn && !cpu::uses_onednn(packed, M))
@@ -126,7 +130,7 @@ void BM_GemmQuantized(benchmark::State& state) {
   }
   const cpu::PackedMatrix packed(WeightMatrix{dtype, N, K, bytes.data()});
   auto x = random_vector(static_cast<size_t>(M) * K, 2);
-  std::vector<float> y(static_cast<size_t>(M) * N);
+  Floats y(static_cast<size_t>(M) * N);
   for (auto _ : state) {
     cpu::gemm_packed(x.data(), M, packed, y.data());
     benchmark::DoNotOptimize(y.data());
