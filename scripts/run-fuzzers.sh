@@ -10,7 +10,7 @@ mkdir -p "$corpus/gguf" "$corpus/safetensors" "$corpus/tokenizer" "$corpus/chat_
 cp -f fuzz/seeds/openai_request/*.json "$corpus/openai_request/"
 cp -f fuzz/seeds/http/*.txt "$corpus/http/"
 cp -f fuzz/seeds/tokenizer_*.json "$corpus/tokenizer/"
-shared=${PAGEDLLM_SHARED_DIR:-../shared}
+shared=$(bash "$(dirname "$0")/shared-dir.sh")
 cp -f "$shared"/vectors/chat-templates/*.jinja "$corpus/chat_template/" 2>/dev/null || true
 cp -f "$shared/models/stories260K/stories260K.gguf" "$corpus/gguf/" 2>/dev/null || true
 ./build/pagedllm make-model --preset tiny --dtype q8_0 --out "$corpus/gguf/tiny-q8_0.gguf" 2>/dev/null

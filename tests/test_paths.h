@@ -1,5 +1,6 @@
-// Where the tests find the project's files and the shared models (../shared beside the project,
-// or $PAGEDLLM_SHARED_DIR).
+// Where the tests find the project's files and the shared models ($PAGEDLLM_SHARED_DIR, else the
+// directory scripts/shared-dir.sh found at configure time: ../shared beside the project, or beside
+// the checkout a local clone came from).
 #pragma once
 
 #include <unistd.h>

@@ -50,7 +50,7 @@ TEST(Sampler, ArgMaxIsMaxElementsFirstMaximumOnEveryRow) {
   std::uniform_int_distribution<int> special(0, 9);
   for (int trial = 0; trial < 400; ++trial) {
     // Few distinct values, so ties are common, with NaN, infinities and signed zeros mixed in,
-    // over lengths around the 16-lane blocks.
+    // over lengths around argmax's 32-element blocks (0-69: none, one and two whole blocks).
     std::vector<float> v(static_cast<size_t>(trial % 70));
     for (float& x : v) {
       const int s = special(rng);
