@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fstream>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "loader/gguf_file.h"
@@ -17,8 +19,10 @@
 namespace pagedllm {
 namespace {
 
+// Throws (the test fails with the path) rather than handing an empty file to the corruptions.
 std::vector<char> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
   return std::vector<char>(std::istreambuf_iterator<char>(in), {});
 }
 
