@@ -169,11 +169,13 @@ BENCHMARK(BM_GemmQuantized)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// args: context length, query tokens (1 = decode), KV cache dtype (0 f32, 1 bf16: a bf16 model's)
+// args: context length, query tokens (1 = decode), KV cache dtype (0 f32, 1 bf16: a bf16 model's),
+// kv heads (8: llama-1b's 32 query heads over 8; 12: llama-110m's 12 over 12). Head size 64.
 void BM_PagedAttention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0)), queries = static_cast<int>(state.range(1));
   const DType kv_dtype = state.range(2) != 0 ? DType::kBF16 : DType::kF32;
-  const int heads = 32, kv_heads = 8, D = 64, block = 16;
+  const int kv_heads = static_cast<int>(state.range(3));
+  const int heads = kv_heads == 12 ? 12 : 32, D = 64, block = 16;
   const int nblocks = (ctx + block - 1) / block;
   KVCacheSpec spec{1, nblocks + 1, block, kv_heads, D, kv_dtype};
   PagedKVCache cache(spec);
@@ -203,13 +205,14 @@ void BM_PagedAttention(benchmark::State& state) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->ArgNames({"ctx", "queries", "bf16"})
-    ->Args({128, 1, 0})
-    ->Args({1024, 1, 0})
-    ->Args({4096, 1, 0})
-    ->Args({4096, 1, 1})
-    ->Args({512, 512, 0})
-    ->Args({512, 512, 1})
+    ->ArgNames({"ctx", "queries", "bf16", "kv"})
+    ->Args({128, 1, 0, 8})
+    ->Args({1024, 1, 0, 8})
+    ->Args({4096, 1, 0, 8})
+    ->Args({4096, 1, 1, 8})
+    ->Args({512, 512, 0, 8})
+    ->Args({512, 512, 1, 8})
+    ->Args({512, 512, 0, 12})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -115,7 +115,27 @@ void LlamaModel::rope_and_cache(const LayerWeights& w, const ModelInputs& in, in
   cpu::reshape_and_cache(qkv_.data() + qd, qkv_.data() + qd + kvd, slots, cache, width);
 }
 
-void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
+cpu::AttentionBatch LlamaModel::gather_output_rows(const ModelInputs& in) {
+  const ModelConfig& c = weights_->config;
+  out_query_start_.resize(static_cast<size_t>(in.num_reqs) + 1);
+  out_positions_.resize(static_cast<size_t>(in.num_reqs));
+  out_query_start_[0] = 0;
+  // logits_indices rise with r, so each row moves towards the front over rows already moved.
+  for (int r = 0; r < in.num_reqs; ++r) {
+    const auto ru = static_cast<size_t>(r);
+    const auto t = static_cast<size_t>(in.logits_indices[ru]);
+    if (t != ru) {
+      std::copy_n(x_.data() + t * c.dim, c.dim, x_.data() + ru * c.dim);
+      std::copy_n(q_.data() + t * c.q_dim(), c.q_dim(), q_.data() + ru * c.q_dim());
+    }
+    out_positions_[ru] = in.positions[t];
+    out_query_start_[ru + 1] = r + 1;
+  }
+  return cpu::AttentionBatch{in.num_reqs, out_query_start_, out_positions_, in.block_table,
+                             in.max_blocks_per_req};
+}
+
+void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens, bool out_rows) {
   const ModelConfig& c = weights_->config;
   const LayerWeights& w = weights_->layers[static_cast<size_t>(layer)];
   cpu::rms_norm(x_.data(), w.attn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
@@ -123,11 +143,14 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens) {
   lin.qkv.apply(xb_.data(), tokens, qkv_.data());
   KVCacheLayer cache = kv_cache_.layer(layer);
   rope_and_cache(w, in, tokens, cache);
-  cpu::AttentionBatch batch{in.num_reqs, in.query_start_loc_view(), in.positions_actual(),
-                            in.block_table, in.max_blocks_per_req};
+  const cpu::AttentionBatch batch =
+      out_rows ? gather_output_rows(in)
+               : cpu::AttentionBatch{in.num_reqs, in.query_start_loc_view(), in.positions_actual(),
+                                     in.block_table, in.max_blocks_per_req};
+  const int rows = out_rows ? in.num_reqs : tokens;
   cpu::paged_attention(q_.data(), c.n_heads, batch, cache, attn_.data());
-  lin.o.apply(attn_.data(), tokens, xb_.data());
-  cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);
+  lin.o.apply(attn_.data(), rows, xb_.data());
+  cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(rows) * c.dim);
 }
 
 void LlamaModel::mlp_block(int layer, int tokens) {
@@ -148,18 +171,17 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
     throw std::length_error("step has more tokens than the model's workspace");
   embed(in.input_ids_actual(), x_.data());
   cpu::rope_angles(in.positions_actual(), inv_freq_, rope_);
+  // Only the last token of each request needs logits, so past the last layer's K and V only
+  // those rows are computed, as llama.cpp does (a prefill's last layer shrinks to one row).
+  // Each row's result is the same either way (the kernels' orders do not depend on the batch),
+  // but for the bf16 products oneDNN takes from 8 rows up.
   for (int l = 0; l < c.n_layers; ++l) {
-    attention_block(l, in, tokens);
-    mlp_block(l, tokens);
+    const bool last_layer = l + 1 == c.n_layers;
+    attention_block(l, in, tokens, last_layer);
+    mlp_block(l, last_layer ? in.num_reqs : tokens);
   }
-  // Only the last token of each request needs logits.
   last_.resize(static_cast<size_t>(in.num_reqs) * c.dim);
-  for (int r = 0; r < in.num_reqs; ++r) {
-    const float* src =
-        x_.data() + static_cast<size_t>(in.logits_indices[static_cast<size_t>(r)]) * c.dim;
-    std::copy(src, src + c.dim, last_.data() + static_cast<size_t>(r) * c.dim);
-  }
-  cpu::rms_norm(last_.data(), weights_->final_norm, last_.data(), in.num_reqs, c.dim, c.norm_eps);
+  cpu::rms_norm(x_.data(), weights_->final_norm, last_.data(), in.num_reqs, c.dim, c.norm_eps);
   output_.apply(last_.data(), in.num_reqs, logits.data());
 }
 

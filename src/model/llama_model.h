@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/paged_attention.h"
 #include "kernels/kv_cache.h"
 #include "loader/model_weights.h"
 #include "model/linear_layer.h"
@@ -38,7 +39,14 @@ class LlamaModel : public Model {
 
  private:
   void embed(std::span<const int32_t> ids, float* out) const;
-  void attention_block(int layer, const ModelInputs& in, int tokens);
+  // Layer `layer` for every token of the step. With out_rows, only the K and V of every token
+  // and the output rows' hidden states: afterwards x_ row r holds the row of token
+  // in.logits_indices[r], for r < num_reqs (call only for the last layer, whose other rows
+  // nothing reads).
+  void attention_block(int layer, const ModelInputs& in, int tokens, bool out_rows = false);
+  // Moves the output rows (in.logits_indices) of x_ and q_ to their first num_reqs rows and
+  // describes one query per request at its position, for the last layer's attention.
+  cpu::AttentionBatch gather_output_rows(const ModelInputs& in);
   // After the qkv product: q normed (where the layer has q/k norms) and rotated into q_, k the
   // same, and k and v stored to the cache.
   void rope_and_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
@@ -60,6 +68,7 @@ class LlamaModel : public Model {
   // On cache lines: oneDNN's AMX kernels read and write whole 64-byte rows (aligned_allocator.h).
   using Activations = std::vector<float, AlignedAllocator<float>>;
   Activations x_, xb_, qkv_, q_, attn_, gate_up_, gate_, last_;
+  std::vector<int32_t> out_query_start_, out_positions_;  // gather_output_rows()'s batch
 };
 
 }  // namespace pagedllm
