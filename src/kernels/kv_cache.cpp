@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/huge_pages.h"
+
 namespace pagedllm {
 
 namespace {
@@ -35,8 +37,14 @@ PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
   }
   const auto bytes =
       static_cast<size_t>(2 * spec.num_layers * spec.elements_per_layer() * spec.element_size());
-  storage_ = std::make_unique_for_overwrite<uint8_t[]>(bytes);
+  // On huge pages: one head's K and V tiles lie a block (all kv heads) apart, one 4 KiB page
+  // each at llama-110m's shape.
+  storage_.reset(static_cast<uint8_t*>(allocate_maybe_huge(bytes)));
   touch_in_parallel(storage_.get(), bytes);
+}
+
+void PagedKVCache::FreeStorage::operator()(uint8_t* p) const {
+  free_maybe_huge(p);
 }
 
 KVCacheLayer PagedKVCache::layer(int l) {

@@ -81,7 +81,10 @@ class PagedKVCache {
   // Zeroed up front by the compute threads (as vLLM and llama.cpp allocate their caches): the
   // pool is resident from the start, and no step pays for first-touch page faults, which cost
   // about a tenth of a llama-110m prefill when every request reached fresh blocks.
-  std::unique_ptr<uint8_t[]> storage_;
+  struct FreeStorage {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t[], FreeStorage> storage_;
 };
 
 }  // namespace pagedllm

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <new>
 
+#include "util/huge_pages.h"
+
 namespace pagedllm {
 
 template <typename T, size_t Alignment = 64>
@@ -21,10 +23,9 @@ struct AlignedAllocator {
   template <typename U>
   AlignedAllocator(const AlignedAllocator<U, Alignment>&) {}
 
-  T* allocate(size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(Alignment)));
-  }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t(Alignment)); }
+  // 2 MiB and more on transparent huge pages (huge_pages.h).
+  T* allocate(size_t n) { return static_cast<T*>(allocate_maybe_huge(n * sizeof(T), Alignment)); }
+  void deallocate(T* p, size_t) { free_maybe_huge(p); }
 
   template <typename U>
   bool operator==(const AlignedAllocator<U, Alignment>&) const {

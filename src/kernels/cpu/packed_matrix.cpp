@@ -1,7 +1,5 @@
 #include "kernels/cpu/packed_matrix.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -12,24 +10,20 @@
 #include "kernels/cpu/bf16_activations.h"
 #include "kernels/cpu/block_quant.h"
 #include "kernels/cpu/dequant.h"
+#include "util/huge_pages.h"
 
 namespace pagedllm::cpu {
 
 namespace {
 
-constexpr size_t kHugePage = size_t{1} << 21;
-
-// Zeroed, 64-byte aligned; an array of 2 MiB or more starts on a 2 MiB boundary and asks for
-// transparent huge pages (this host's THP setting is madvise), so that decode's one pass over
-// the weights walks 2 MiB pages rather than 4 KiB ones. llama-1b tg128, interleaved runs:
-// q4_k_m 27.5-27.9 -> 29.0-29.9 tok/s, bf16 11.5 -> 12.35, q8_0 21.3 -> 21.8.
+// Zeroed, 64-byte aligned; an array of 2 MiB or more on transparent huge pages
+// (util/huge_pages.h), so that decode's one pass over the weights walks 2 MiB pages rather than
+// 4 KiB ones. llama-1b tg128, interleaved runs: q4_k_m 27.5-27.9 -> 29.0-29.9 tok/s, bf16 11.5
+// -> 12.35, q8_0 21.3 -> 21.8.
 template <typename T>
 T* aligned_array(size_t count) {
   const size_t bytes = std::max<size_t>(64, (count * sizeof(T) + 63) / 64 * 64);
-  const bool huge = bytes >= kHugePage;
-  void* p = nullptr;
-  if (posix_memalign(&p, huge ? kHugePage : 64, bytes) != 0) throw std::bad_alloc();
-  if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KiB
+  void* p = allocate_maybe_huge(bytes, 64);
   std::memset(p, 0, bytes);
   return static_cast<T*>(p);
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "loader/tensor.h"
+#include "util/huge_pages.h"
 
 namespace pagedllm::cpu {
 
@@ -107,7 +108,7 @@ class PackedMatrix {
   size_t element_size_ = 32;  // in bits
   size_t bytes_ = 0;
   struct FreeDeleter {
-    void operator()(void* p) const { std::free(p); }
+    void operator()(void* p) const { free_maybe_huge(p); }
   };
   std::unique_ptr<uint8_t[], FreeDeleter> data_;
   std::unique_ptr<uint16_t[], FreeDeleter> super_scales_, super_mins_;
