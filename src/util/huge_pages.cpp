@@ -11,7 +11,8 @@ namespace pagedllm {
 void* allocate_maybe_huge(size_t bytes, size_t alignment) {
   const bool huge = bytes >= kHugePageBytes;
   void* p = nullptr;
-  const size_t align = huge ? std::max(alignment, kHugePageBytes) : std::max(alignment, sizeof(void*));
+  const size_t align =
+      huge ? std::max(alignment, kHugePageBytes) : std::max(alignment, sizeof(void*));
   if (posix_memalign(&p, align, std::max<size_t>(bytes, 1)) != 0) throw std::bad_alloc();
   if (huge) madvise(p, bytes, MADV_HUGEPAGE);  // advice only: without THP the pages stay 4 KiB
   return p;

@@ -153,6 +153,30 @@ TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
   }
 }
 
+TEST(Gemm, PrefillBatchesTakePanelGroupsInBlocksAndFillEveryOutput) {
+  // 131 rows are 17 row tiles, a prefill shape: the AVX-512 f32 tile takes its panel groups
+  // three at a time, then singly for the last ones. 583 outputs are 37 panels, 13 groups (the
+  // last of one panel): blocks, singles and a short group. Every output must get the
+  // reference's bits, and none may keep the -7 it started with.
+  std::mt19937 rng(9);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  const int M = 131, N = 583, K = 300;
+  const Weights w = random_weights(N, K, DType::kF32, rng);
+  const PackedMatrix packed(w.matrix);
+  std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
+  for (float& v : x) v = n(rng);
+  for (float& v : bias) v = n(rng);
+  std::vector<float> reference(static_cast<size_t>(M) * N);
+  gemm_packed(Isa::kGeneric, x.data(), M, packed, reference.data(), bias.data());
+  for (Isa isa : supported_paths()) {
+    std::vector<float> y(reference.size(), -7.0f);
+    gemm_packed(isa, x.data(), M, packed, y.data(), bias.data());
+    for (size_t i = 0; i < y.size(); ++i) {
+      ASSERT_EQ(y[i], reference[i]) << to_string(isa) << " row " << i / N << " column " << i % N;
+    }
+  }
+}
+
 TEST(Gemm, Bf16WeightsSeeActivationsRoundedToBf16) {
   // 1 + 2^-9 is a quarter of bf16's step at 1 and rounds to 1; 1 + 3 * 2^-9 rounds up to
   // 1 + 2^-7. An f32 product would keep both.

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <cmath>
 
+#include <omp.h>
+
 #include "kernels/cpu/dequant.h"
 #include "kernels/cpu/gemm_onednn.h"
 
@@ -132,7 +134,19 @@ struct TileShape {
   int rows, panels;
   int k_chunk = 0;          // the f32 tile's k range per pass (0: all of K)
   bool fetch_next = false;  // row tiles after the first fetch the thread's next group (TileArgs)
+  int group_block = 1;      // panel groups a thread takes at once, their tiles row tile by row tile
 };
+
+// Prefill shapes (this many row tiles or more) take up to 3 panel groups at once, as many as
+// fit in 1.25 MiB of L2 beside the activations: a row tile's activations (8 rows of K) stay in
+// L1 from one group's tile to the next, where one group at a time reloaded them from L2 for
+// every tile. BM_Gemm f32, M = 512, 2 threads, medians of 6 interleaved rounds, 1 -> 3 groups:
+// N x K = 4096 x 768 388 -> 413, 2304 x 768 388 -> 414, 768 x 2048 426 -> 437, 3072 x 2048
+// 418 -> 433 GFLOP/s; 4 groups lost at K = 2048, and any block lost at K = 8192 (k ranges of
+// 4096, 786 KiB per group).
+constexpr int kGroupBlockMinRowTiles = 16;
+constexpr size_t kGroupBlockL2Bytes = size_t{5} << 18;
+constexpr size_t kMaxGroupBlock = 3;
 
 // The AVX-512 f32 tile takes 8 rows and 3 panels for batches, 6 and 4 for up to 6 rows: per k,
 // 24 FMAs are fed by 3 weight lines and 8 broadcasts or by 4 and 6, where fewer leave the loads
@@ -157,7 +171,15 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
   const int k_chunk = K > kF32GroupMaxK ? kF32GroupMaxK : 0;
-  if (M > kMaxTileRows + 2) return {kF32BatchRows, kF32BatchPanels, k_chunk, k_chunk == 0};
+  if (M > kMaxTileRows + 2) {
+    const bool prefill = M >= kGroupBlockMinRowTiles * kF32BatchRows;
+    const size_t group_bytes =
+        size_t{kF32BatchPanels} * (k_chunk ? k_chunk : K) * PackedMatrix::kPanel * sizeof(float);
+    const int block = prefill ? static_cast<int>(std::clamp<size_t>(
+                                    kGroupBlockL2Bytes / group_bytes, 1, kMaxGroupBlock))
+                              : 1;
+    return {kF32BatchRows, kF32BatchPanels, k_chunk, k_chunk == 0, block};
+  }
   return {kMaxTileRows + 2, kMaxTilePanels, k_chunk};
 }
 
@@ -254,10 +276,17 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
     return;
   }
   // Panel groups outermost so that a thread reuses one weight panel across its row tiles. Threads
-  // take one panel group at a time: on this shared host one core is often slowed, and a static
-  // split left the other waiting (bench_kernels BM_Gemm medians of 7: 3-10 % faster dynamic).
-  // Each thread claims its next group before it runs the current one, so that where the shape
-  // says so its row tiles after the first can fetch the next group while they compute.
+  // take one unit of groups at a time (a group, or a pair for prefill shapes): on this shared
+  // host one core is often slowed, and a static split left the other waiting (bench_kernels
+  // BM_Gemm medians of 7: 3-10 % faster dynamic). The last units are single groups, so that
+  // the threads finish close together.
+  // Each thread claims its next unit before it runs the current one, so that where the shape
+  // says so its row tiles after the first can fetch the next unit's groups while they compute.
+  const int tail_singles = std::min(panel_groups, 2 * omp_get_max_threads());
+  const int B = shape.group_block;
+  const int blocks = (panel_groups - tail_singles) / B;  // units of B groups, then single ones
+  const int units = panel_groups - blocks * (B - 1);
+  const auto unit_begin = [&](int u) { return u <= blocks ? B * u : blocks * (B - 1) + u; };
   std::atomic<int> claimed{0};
 #pragma omp parallel if (parallel)
   {
@@ -267,26 +296,32 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
     const auto group_panels = [&](int g) {
       return std::min(shape.panels, w.panels() - g * shape.panels);
     };
-    for (int g = claimed.fetch_add(1, std::memory_order_relaxed); g < panel_groups;) {
+    for (int u = claimed.fetch_add(1, std::memory_order_relaxed); u < units;) {
       const int next = claimed.fetch_add(1, std::memory_order_relaxed);
-      const bool fetch =
-          shape.fetch_next && next < panel_groups && group_panels(next) == group_panels(g);
-      // Its row tiles run over each k range in turn.
+      const int g0 = unit_begin(u), g1 = unit_begin(u + 1);
+      const int n0 = next < units ? unit_begin(next) : panel_groups;
+      const int n1 = next < units ? unit_begin(next + 1) : panel_groups;
+      // Its row tiles run over each k range in turn, each row tile over the unit's groups.
       for (int r = 0; r < k_ranges; ++r) {
         for (int rt = 0; rt < row_tiles; ++rt) {
-          TileArgs args = tile_args(g, rt);
-          args.k_begin = r * shape.k_chunk;
-          args.k_end = r + 1 == k_ranges ? K : args.k_begin + shape.k_chunk;
-          args.resume = r > 0;
-          args.finish = r + 1 == k_ranges;
-          if (fetch && rt > 0) {
-            args.next_p = next * shape.panels;
-            args.next_line = (rt - 1) * K;
+          for (int g = g0; g < g1; ++g) {
+            TileArgs args = tile_args(g, rt);
+            args.k_begin = r * shape.k_chunk;
+            args.k_end = r + 1 == k_ranges ? K : args.k_begin + shape.k_chunk;
+            args.resume = r > 0;
+            args.finish = r + 1 == k_ranges;
+            // The group in the same place of the next unit, fetched by this group's tiles.
+            const int fetched = n0 + (g - g0);
+            if (shape.fetch_next && rt > 0 && fetched < n1 &&
+                group_panels(fetched) == group_panels(g)) {
+              args.next_p = fetched * shape.panels;
+              args.next_line = (rt - 1) * K;
+            }
+            tile(args);
           }
-          tile(args);
         }
       }
-      g = next;
+      u = next;
     }
   }
 }
