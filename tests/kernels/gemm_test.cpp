@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/bf16_activations.h"
@@ -64,6 +65,16 @@ std::vector<float> as_bf16(const std::vector<float>& x) {
   return out;
 }
 
+// Activations [M, K] and a bias [N], standard normal.
+std::pair<std::vector<float>, std::vector<float>> random_inputs(int M, int K, int N,
+                                                                std::mt19937& rng) {
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
+  for (float& v : x) v = n(rng);
+  for (float& v : bias) v = n(rng);
+  return {std::move(x), std::move(bias)};
+}
+
 std::vector<Isa> supported_paths() {
   std::vector<Isa> out;
   for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16,
@@ -75,7 +86,6 @@ std::vector<Isa> supported_paths() {
 
 TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
   std::mt19937 rng(3);
-  std::normal_distribution<float> n(0.0f, 1.0f);
   int compared = 0;
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
                       DType::kQ5_K, DType::kQ6_K}) {
@@ -85,9 +95,7 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
           if (K % block_elements(dtype) != 0) continue;
           const Weights w = random_weights(N, K, dtype, rng);
           const PackedMatrix packed(w.matrix);
-          std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
-          for (float& v : x) v = n(rng);
-          for (float& v : bias) v = n(rng);
+          const auto [x, bias] = random_inputs(M, K, N, rng);
           std::vector<float> ref(static_cast<size_t>(M) * N);
           gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), bias.data());
           // The reference is a real product: compare with a double-precision sum, of the
@@ -126,16 +134,13 @@ TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
   // and 2 (70 outputs are 5 panels), and alone as groups of 4 and 1; it takes K in ranges of
   // 4096 past K = 4096 (4353: two ranges, 8500: three).
   std::mt19937 rng(4);
-  std::normal_distribution<float> n(0.0f, 1.0f);
   for (const auto& [dtype, K] : {std::pair{DType::kF32, 1100}, std::pair{DType::kF32, 4353},
                                  std::pair{DType::kF32, 8500}, std::pair{DType::kBF16, 1101},
                                  std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768}}) {
     const int M = 75, N = 70;
     const Weights w = random_weights(N, K, dtype, rng);
     const PackedMatrix packed(w.matrix);
-    std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
-    for (float& v : x) v = n(rng);
-    for (float& v : bias) v = n(rng);
+    const auto [x, bias] = random_inputs(M, K, N, rng);
     std::vector<float> reference(static_cast<size_t>(M) * N), single(static_cast<size_t>(N));
     gemm_packed(Isa::kGeneric, x.data(), M, packed, reference.data(), bias.data());
     for (Isa isa : supported_paths()) {
@@ -159,13 +164,10 @@ TEST(Gemm, PrefillBatchesTakePanelGroupsInBlocksAndFillEveryOutput) {
   // last of one panel): blocks, singles and a short group. Every output must get the
   // reference's bits, and none may keep the -7 it started with.
   std::mt19937 rng(9);
-  std::normal_distribution<float> n(0.0f, 1.0f);
   const int M = 131, N = 583, K = 300;
   const Weights w = random_weights(N, K, DType::kF32, rng);
   const PackedMatrix packed(w.matrix);
-  std::vector<float> x(static_cast<size_t>(M) * K), bias(static_cast<size_t>(N));
-  for (float& v : x) v = n(rng);
-  for (float& v : bias) v = n(rng);
+  const auto [x, bias] = random_inputs(M, K, N, rng);
   std::vector<float> reference(static_cast<size_t>(M) * N);
   gemm_packed(Isa::kGeneric, x.data(), M, packed, reference.data(), bias.data());
   for (Isa isa : supported_paths()) {
