@@ -5,8 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "util/huge_pages.h"
-
 namespace pagedllm {
 
 namespace {
@@ -41,10 +39,6 @@ PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
   // each at llama-110m's shape.
   storage_.reset(static_cast<uint8_t*>(allocate_maybe_huge(bytes)));
   touch_in_parallel(storage_.get(), bytes);
-}
-
-void PagedKVCache::FreeStorage::operator()(uint8_t* p) const {
-  free_maybe_huge(p);
 }
 
 KVCacheLayer PagedKVCache::layer(int l) {

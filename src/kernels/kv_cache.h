@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "loader/tensor.h"
+#include "util/huge_pages.h"
 
 namespace pagedllm {
 
@@ -81,10 +82,7 @@ class PagedKVCache {
   // Zeroed up front by the compute threads (as vLLM and llama.cpp allocate their caches): the
   // pool is resident from the start, and no step pays for first-touch page faults, which cost
   // about a tenth of a llama-110m prefill when every request reached fresh blocks.
-  struct FreeStorage {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t[], FreeStorage> storage_;
+  std::unique_ptr<uint8_t[], FreeMaybeHuge> storage_;
 };
 
 }  // namespace pagedllm

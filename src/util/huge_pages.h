@@ -1,7 +1,7 @@
 // Large buffers on transparent huge pages: this host's THP setting is madvise, so memory gets
-// 2 MiB pages only where it asks. Kernels that stride across many 4 KiB pages (a GEMM tile's 8
-// activation rows and 8 output rows, attention's K and V tiles a block apart) then walk far
-// fewer page-table entries.
+// 2 MiB pages only where it asks. Kernels that stride across many 4 KiB pages then walk far
+// fewer page-table entries: decode's one pass over the packed weights, and attention's K and V
+// tiles a block apart (docs/BENCHMARKS.md runs I and R).
 #pragma once
 
 #include <cstddef>
@@ -14,5 +14,10 @@ inline constexpr size_t kHugePageBytes = size_t{1} << 21;
 // bytes >= 2 MiB. Not zeroed. Throws std::bad_alloc. Free with free_maybe_huge().
 void* allocate_maybe_huge(size_t bytes, size_t alignment = 64);
 void free_maybe_huge(void* p);
+
+// The deleter for a std::unique_ptr that owns such a buffer.
+struct FreeMaybeHuge {
+  void operator()(void* p) const { free_maybe_huge(p); }
+};
 
 }  // namespace pagedllm

@@ -276,7 +276,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
     return;
   }
   // Panel groups outermost so that a thread reuses one weight panel across its row tiles. Threads
-  // take one unit of groups at a time (a group, or a pair for prefill shapes): on this shared
+  // take one unit of groups at a time (a group, or a block of shape.group_block): on this shared
   // host one core is often slowed, and a static split left the other waiting (bench_kernels
   // BM_Gemm medians of 7: 3-10 % faster dynamic). The last units are single groups, so that
   // the threads finish close together.

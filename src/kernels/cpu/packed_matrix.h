@@ -23,7 +23,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -107,13 +106,10 @@ class PackedMatrix {
   PanelStorage storage_ = PanelStorage::kF32;
   size_t element_size_ = 32;  // in bits
   size_t bytes_ = 0;
-  struct FreeDeleter {
-    void operator()(void* p) const { free_maybe_huge(p); }
-  };
-  std::unique_ptr<uint8_t[], FreeDeleter> data_;
-  std::unique_ptr<uint16_t[], FreeDeleter> super_scales_, super_mins_;
-  std::unique_ptr<int8_t[], FreeDeleter> sub_scales_;
-  std::unique_ptr<uint8_t[], FreeDeleter> sub_mins_;
+  std::unique_ptr<uint8_t[], FreeMaybeHuge> data_;
+  std::unique_ptr<uint16_t[], FreeMaybeHuge> super_scales_, super_mins_;
+  std::unique_ptr<int8_t[], FreeMaybeHuge> sub_scales_;
+  std::unique_ptr<uint8_t[], FreeMaybeHuge> sub_mins_;
 };
 
 }  // namespace pagedllm::cpu
