@@ -1,5 +1,5 @@
 #!/bin/bash
-# docs/BENCHMARKS.md runs D-M: for each model file, bench latency (pp512, tg128, with the
+# The model table of docs/BENCHMARKS.md: per model file, bench latency (pp512, tg128, with the
 # in-run bandwidth probe and peak RSS) then bench throughput (32 x (128 + 128)), back to back.
 # Usage: scripts/bench-formats.sh [DIR [MODEL...]]   (model files DIR/<preset>-<dtype>.gguf, made
 # if missing; MODEL names such as llama-1b-q8_0 pick some of the rows)

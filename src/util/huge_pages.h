@@ -1,7 +1,9 @@
 // Large buffers on transparent huge pages: this host's THP setting is madvise, so memory gets
 // 2 MiB pages only where it asks. Kernels that stride across many 4 KiB pages then walk far
 // fewer page-table entries: decode's one pass over the packed weights, and attention's K and V
-// tiles a block apart (docs/BENCHMARKS.md runs I and R).
+// tiles a block apart. Measured on a 2-vCPU Xeon: llama-1b q4_k_m tg128 went from 27.5-27.9 to
+// 29.0-29.9 tok/s with the weights on huge pages, and BM_PagedAttention (512 x 512, f32, 12 kv
+// heads) from 189 to 216 GFLOP/s with the KV pool on them.
 #pragma once
 
 #include <cstddef>
