@@ -1,6 +1,7 @@
 // libFuzzer: raw bytes over a loopback socket into a live in-process server (HTTP parsing by
 // cpp-httplib, routing, auth, JSON validation, tokenization, generation and SSE). The server
-// must answer or close, and keep serving: every 64th input is followed by a health check.
+// must answer or close, and keep serving: every 64th input is followed by a health check (every
+// input in the regression replay, which defines PAGEDLLM_FUZZ_HTTP_HEALTH_EVERY=1).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -19,6 +20,10 @@
 #include "server/http_server.h"
 #include "server/openai_serving.h"
 #include "util/log.h"
+
+#ifndef PAGEDLLM_FUZZ_HTTP_HEALTH_EVERY
+#define PAGEDLLM_FUZZ_HTTP_HEALTH_EVERY 64
+#endif
 
 using namespace pagedllm;
 
@@ -106,7 +111,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Harness harness;
   static int count = 0;
   exchange(harness.port, data, size, 20);
-  if (++count % 64 == 0) {
+  if (++count % PAGEDLLM_FUZZ_HTTP_HEALTH_EVERY == 0) {
     const std::string health = "GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     const std::string reply = exchange(
         harness.port, reinterpret_cast<const uint8_t*>(health.data()), health.size(), 5000);

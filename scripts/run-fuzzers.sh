@@ -17,8 +17,14 @@ cp -f "$shared/models/stories260K/stories260K.gguf" "$corpus/gguf/" 2>/dev/null 
 ./build/pagedllm make-model --preset tiny-qwen3 --dtype f16 --out "$corpus/gguf/tiny-qwen3.gguf" 2>/dev/null
 ./build/pagedllm make-model --preset tiny --dtype bf16 --format safetensors --out "$corpus/st" 2>/dev/null
 cp -f "$corpus/st/model.safetensors" "$corpus/safetensors/tiny.safetensors"
+cp -f fuzz/seeds/safetensors/*.safetensors "$corpus/safetensors/"
+# Crash, leak, timeout and oom inputs go to $build/artifacts/<target>/, never the checkout; keep
+# one that reproduces, named for what it exercises, in fuzz/regressions/<target>/ (make test
+# replays those).
 for target in gguf safetensors tokenizer chat_template openai_request http; do
   echo "fuzz_$target: ${seconds}s"
+  mkdir -p "$build/artifacts/$target"
   "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len=2000000 -rss_limit_mb=4096 \
-    -print_final_stats=1 "$corpus/$target" 2>&1 | tail -n 12
+    -artifact_prefix="$build/artifacts/$target/" -print_final_stats=1 "$corpus/$target" 2>&1 |
+    tail -n 12
 done
