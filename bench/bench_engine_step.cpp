@@ -40,8 +40,11 @@ void BM_DecodeStep(benchmark::State& state) {
   ModelRunnerOutput runner_out;
   std::vector<EngineCoreOutput> outputs;
   auto feed_back = [&] {
-    runner_out.req_ids.clear();
-    runner_out.sampled_token_ids.assign(out.num_scheduled_tokens.size(), 17);
+    runner_out.resize(out.num_scheduled_tokens.size());
+    for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
+      runner_out.req_ids[k] = out.num_scheduled_tokens[k].req_id;
+      runner_out.sampled_token_ids[k].push_back(17);
+    }
     outputs.clear();
     scheduler.update_from_output(out, runner_out, outputs);
   };
@@ -95,7 +98,11 @@ void BM_MixedStep(benchmark::State& state) {
     benchmark::DoNotOptimize(runner.prepare_inputs());
     state.PauseTiming();
     tokens += out.total_num_scheduled_tokens;
-    runner_out.sampled_token_ids.assign(out.num_scheduled_tokens.size(), 17);
+    runner_out.resize(out.num_scheduled_tokens.size());
+    for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
+      runner_out.req_ids[k] = out.num_scheduled_tokens[k].req_id;
+      runner_out.sampled_token_ids[k].push_back(17);
+    }
     outputs.clear();
     scheduler.update_from_output(out, runner_out, outputs);
     for (const auto& o : outputs) {

@@ -14,12 +14,14 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_onednn.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/kv_cache.h"
+#include "model/rope.h"
 #include "sampling/sampler.h"
 #include "util/aligned_allocator.h"
 
@@ -52,7 +54,7 @@ void BM_Gemm(benchmark::State& state) {
   std::vector<uint16_t> w16;
   WeightMatrix w{DType::kF32, N, K, w32.data()};
   if (bf16) {
-    for (float v : w32) w16.push_back(cpu::f32_to_bf16(v));
+    for (float v : w32) w16.push_back(f32_to_bf16(v));
     w = WeightMatrix{DType::kBF16, N, K, w16.data()};
   }
   const cpu::PackedMatrix packed(w);
@@ -126,8 +128,8 @@ void BM_GemmQuantized(benchmark::State& state) {
   const auto w32 = random_vector(static_cast<size_t>(N) * K, 1);
   std::vector<uint8_t> bytes(row_bytes(dtype, K) * static_cast<size_t>(N));
   for (int r = 0; r < N; ++r) {
-    cpu::quantize_row(dtype, w32.data() + static_cast<size_t>(r) * K,
-                      bytes.data() + static_cast<size_t>(r) * row_bytes(dtype, K), K);
+    quantize_row(dtype, w32.data() + static_cast<size_t>(r) * K,
+                 bytes.data() + static_cast<size_t>(r) * row_bytes(dtype, K), K);
   }
   const cpu::PackedMatrix packed(WeightMatrix{dtype, N, K, bytes.data()});
   auto x = random_vector(static_cast<size_t>(M) * K, 2);
@@ -281,7 +283,7 @@ void BM_Rope(benchmark::State& state) {
   ModelConfig c;
   c.head_dim = D;
   c.rope_theta = 500000.0f;
-  const auto inv = cpu::rope_inverse_frequencies(c);
+  const auto inv = rope_inverse_frequencies(c);
   cpu::RopeAngles angles;
   cpu::rope_angles(pos, inv, angles);
   for (auto _ : state) {

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "loader/gguf_loader.h"
 #include "tokenizer/load_tokenizer.h"
 

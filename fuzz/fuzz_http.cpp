@@ -48,7 +48,7 @@ struct Harness {
     set_log_level(LogLevel::kError);
     EngineOptions o;
     o.model = shared_dir() + "/models/stories260K/stories260K.gguf";
-    o.max_model_len = 64;
+    o.max_model_len = 256;  // the chat seeds (up to 113 prompt tokens) reach generation
     o.threads = 1;
     o.detokenize = false;
     o.delta_outputs = true;

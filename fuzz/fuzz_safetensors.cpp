@@ -4,7 +4,7 @@
 #include <memory>
 #include <vector>
 
-#include "loader/safetensors_file.h"
+#include "format/safetensors_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace pagedllm;

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/incremental_detokenizer.h"
 

@@ -1,6 +1,7 @@
 #include "cli/bench_command.h"
 
 #include "cli/bench_serve_command.h"
+#include "cli/subcommand.h"
 
 #include <algorithm>
 #include <chrono>
@@ -59,12 +60,6 @@ SamplingParams fixed_length(int max_tokens) {
   return p;
 }
 
-std::string machine_line(const Engine& e) {
-  std::ostringstream os;
-  os << "pagedllm bench: " << e.describe();
-  return os.str();
-}
-
 struct LatencyOptions {
   EngineOptions engine;
   int prompt_len = 512;
@@ -85,8 +80,8 @@ double median(std::vector<double> v) {
 int run_latency(LatencyOptions& o) {
   if (o.engine.max_num_batched_tokens < o.prompt_len)
     o.engine.max_num_batched_tokens = o.prompt_len;
-  Engine engine(o.engine);
-  std::cerr << machine_line(engine) << "\n";
+  const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
+  Engine& engine = *opened;
   std::mt19937 rng(1);
   std::vector<double> pp, tg, read_gbps, ratio;
   std::unique_ptr<cpu::ReadBandwidthProbe> probe;
@@ -166,8 +161,8 @@ struct ThroughputOptions {
 };
 
 int run_throughput(ThroughputOptions& o) {
-  Engine engine(o.engine);
-  std::cerr << machine_line(engine) << "\n";
+  const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
+  Engine& engine = *opened;
   std::mt19937 rng(2);
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < o.num_prompts; ++i)
@@ -218,11 +213,14 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "Benchmarks: latency (pp/tg as llama-bench) and throughput (as vllm bench throughput)");
   bench->require_subcommand(1);
 
-  auto lat = std::make_shared<LatencyOptions>();
-  lat->engine.max_num_seqs = 1;  // batch 1: the KV pool holds one sequence, as llama-bench's
-  CLI::App* l = bench->add_subcommand("latency",
-                                      "Prompt processing (one prompt, empty cache) and generation "
-                                      "(batch 1) tokens/s, mean ± stddev over repetitions");
+  LatencyOptions latency_defaults;
+  latency_defaults.engine.max_num_seqs =
+      1;  // batch 1: the pool holds one sequence, as llama-bench's
+  auto [l, lat] = add_subcommand<LatencyOptions>(
+      *bench, "latency",
+      "Prompt processing (one prompt, empty cache) and generation (batch 1) tokens/s, mean ± "
+      "stddev over repetitions",
+      exit_code, run_latency, latency_defaults);
   add_engine_flags(l, lat->engine);
   l->add_option("-p,--prompt-len", lat->prompt_len, "Prompt tokens for pp")->capture_default_str();
   l->add_option("-n,--gen-len", lat->gen_len, "Generated tokens for tg")->capture_default_str();
@@ -235,12 +233,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   l->add_flag("--bandwidth", lat->bandwidth,
               "After each tg run, measure streaming-read bandwidth (512 MiB) and report tg's "
               "weight traffic as a fraction of it (read_gb_per_s, tg_bandwidth_ratio)");
-  l->callback([lat, &exit_code] { exit_code = run_latency(*lat); });
 
-  auto thr = std::make_shared<ThroughputOptions>();
-  CLI::App* t = bench->add_subcommand(
-      "throughput",
-      "Offline throughput of N random distinct prompts through continuous batching (EOS ignored)");
+  auto [t, thr] = add_subcommand<ThroughputOptions>(
+      *bench, "throughput",
+      "Offline throughput of N random distinct prompts through continuous batching (EOS ignored)",
+      exit_code, run_throughput);
   add_engine_flags(t, thr->engine);
   t->add_option("--num-prompts", thr->num_prompts, "Requests")
       ->capture_default_str()
@@ -254,7 +251,6 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   t->add_flag(
       "--json", thr->json,
       "Print one JSON object (requests_per_s, output_tokens_per_s, total_tokens_per_s, ...)");
-  t->callback([thr, &exit_code] { exit_code = run_throughput(*thr); });
   add_bench_serve_subcommand(bench, exit_code);
 }
 

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/subcommand.h"
 #include "util/latency_stats.h"
 #include "util/progress_bar.h"
 
@@ -362,11 +363,11 @@ int run_bench_serve(BenchServeOptions& o) {
 }  // namespace
 
 void add_bench_serve_subcommand(CLI::App* bench, int& exit_code) {
-  auto o = std::make_shared<BenchServeOptions>();
-  CLI::App* s = bench->add_subcommand(
-      "serve",
+  auto [s, o] = add_subcommand<BenchServeOptions>(
+      *bench, "serve",
       "Benchmark a running OpenAI-compatible server (like `vllm bench serve`): streaming "
-      "requests with Poisson arrivals; TTFT, TPOT, ITL, throughput and goodput");
+      "requests with Poisson arrivals; TTFT, TPOT, ITL, throughput and goodput",
+      exit_code, run_bench_serve);
   s->add_option("--base-url", o->base_url, "Server address")->capture_default_str();
   s->add_option("--endpoint", o->endpoint, "/v1/completions or /v1/chat/completions")
       ->capture_default_str();
@@ -407,7 +408,6 @@ void add_bench_serve_subcommand(CLI::App* bench, int& exit_code) {
   s->add_option("--goodput", o->goodput,
                 "Service-level objectives, e.g. --goodput ttft:500 tpot:50 (milliseconds)");
   s->add_option("--save-result", o->save_result, "Write the results as JSON to this file");
-  s->callback([o, &exit_code] { exit_code = run_bench_serve(*o); });
 }
 
 }  // namespace pagedllm::cli

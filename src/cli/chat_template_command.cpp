@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "chat/chat_template.h"
+#include "cli/subcommand.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace pagedllm::cli {
@@ -70,8 +71,14 @@ int run(const ChatTemplateOptions& o, bool bos_given, bool eos_given) {
 }  // namespace
 
 void add_chat_template_command(CLI::App& app, int& exit_code) {
-  auto o = std::make_shared<ChatTemplateOptions>();
-  CLI::App* cmd = app.add_subcommand("chat-template", "Render a chat template for a conversation");
+  auto [cmd, o] = add_subcommand<ChatTemplateOptions>(
+      app, "chat-template", "Render a chat template for a conversation", exit_code,
+      [](ChatTemplateOptions& opts, const CLI::App& c) {
+        if (c.count("--model") == 0 && c.count("--template") == 0) {
+          throw std::invalid_argument("chat-template needs --model or --template");
+        }
+        return run(opts, c.count("--bos-token") > 0, c.count("--eos-token") > 0);
+      });
   auto* model = cmd->add_option("--model", o->model,
                                 "Take the template, BOS and EOS from this model's tokenizer (GGUF, "
                                 "HF directory or tokenizer.json)");
@@ -83,15 +90,9 @@ void add_chat_template_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_flag("--add-generation-prompt", o->add_generation_prompt,
                 "End with the assistant turn's opening, as for generation");
-  auto* bos = cmd->add_option("--bos-token", o->bos_token, "The bos_token the template sees");
-  auto* eos = cmd->add_option("--eos-token", o->eos_token, "The eos_token the template sees");
+  cmd->add_option("--bos-token", o->bos_token, "The bos_token the template sees");
+  cmd->add_option("--eos-token", o->eos_token, "The eos_token the template sees");
   cmd->add_option("--date", o->date, "YYYY-MM-DD that strftime_now() sees (default: today)");
-  cmd->callback([o, model, file, bos, eos, &exit_code] {
-    if (model->count() == 0 && file->count() == 0) {
-      throw std::invalid_argument("chat-template needs --model or --template");
-    }
-    exit_code = run(*o, bos->count() > 0, eos->count() > 0);
-  });
 }
 
 }  // namespace pagedllm::cli

@@ -1,5 +1,7 @@
 #include "cli/engine_flags.h"
 
+#include <iostream>
+
 namespace pagedllm::cli {
 
 void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
@@ -44,6 +46,12 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
                   "(bit-identical across ISAs and batch sizes) or onednn")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "native", "onednn"}));
+}
+
+std::unique_ptr<Engine> open_engine(const EngineOptions& options, const std::string& who) {
+  auto engine = std::make_unique<Engine>(options);
+  std::cerr << "pagedllm" << (who.empty() ? "" : " " + who) << ": " << engine->describe() << "\n";
+  return engine;
 }
 
 }  // namespace pagedllm::cli

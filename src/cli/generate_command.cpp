@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/engine_flags.h"
+#include "cli/subcommand.h"
 
 namespace pagedllm::cli {
 
@@ -78,8 +79,8 @@ int run_generate(GenerateOptions& o) {
   const int sources = !o.prompt.empty() + !o.prompt_ids.empty() + !o.prompts_file.empty();
   if (sources > 1)
     throw std::runtime_error("give only one of --prompt, --prompt-ids, --prompts-file");
-  Engine engine(o.engine);
-  std::cerr << "pagedllm: " << engine.describe() << "\n";
+  const std::unique_ptr<Engine> opened = open_engine(o.engine);
+  Engine& engine = *opened;
   o.params.seed = o.seed;
   o.params.logprobs = o.logprobs;
 
@@ -117,11 +118,11 @@ int run_generate(GenerateOptions& o) {
 }  // namespace
 
 void add_generate_command(CLI::App& app, int& exit_code) {
-  auto o = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "generate",
+  auto [cmd, o] = add_subcommand<GenerateOptions>(
+      app, "generate",
       "Generate text offline: one prompt streamed to stdout, or a file of prompts run "
-      "together through continuous batching (logs go to stderr)");
+      "together through continuous batching (logs go to stderr)",
+      exit_code, run_generate);
   add_engine_flags(cmd, o->engine);
   cmd->add_option("--prompt", o->prompt, "Prompt text (BOS is added); default: BOS alone");
   cmd->add_option("--prompt-ids", o->prompt_ids, "Prompt as token ids, e.g. 1,403,407")
@@ -161,7 +162,6 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--json", o->json,
                 "Print one JSON object per prompt, in input order: prompt_token_ids, token_ids, "
                 "text, finish_reason[, logprobs]");
-  cmd->callback([o, &exit_code] { exit_code = run_generate(*o); });
 }
 
 }  // namespace pagedllm::cli

@@ -3,7 +3,9 @@
 #include <iostream>
 #include <map>
 
-#include "loader/gguf_file.h"
+#include "cli/subcommand.h"
+#include "format/gguf_file.h"
+#include "loader/model_arch.h"
 #include "model/presets.h"
 #include "tokenizer/load_tokenizer.h"
 #include "util/progress_bar.h"
@@ -51,8 +53,8 @@ int run(const MakeModelOptions& o) {
   ExportSpec spec;
   spec.config = preset_config(o.preset);
   parse_dtype(o.dtype, spec);
-  spec.source_rope =
-      spec.config.architecture == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
+  // The random weights are drawn in the layout the GGUF file stores, so none is permuted.
+  spec.source_rope = find_arch(spec.config.architecture)->gguf_rope_style;
   spec.name = o.preset;
   const WeightSource source = random_weights(spec.config, o.seed);
   ProgressBar bar("writing " + o.out);
@@ -73,11 +75,11 @@ int run(const MakeModelOptions& o) {
 }  // namespace
 
 void add_make_model_command(CLI::App& app, int& exit_code) {
-  auto o = std::make_shared<MakeModelOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "make-model",
+  auto [cmd, o] = add_subcommand<MakeModelOptions>(
+      app, "make-model",
       "Write a model of a real shape with random weights (std 0.02, norms 1), for "
-      "benchmarks; GGUF files use llama.cpp's tensor names and metadata keys");
+      "benchmarks; GGUF files use llama.cpp's tensor names and metadata keys",
+      exit_code, run);
   cmd->add_option("--preset", o->preset, "llama-110m, llama-1b, qwen2-0.5b or tiny")->required();
   cmd->add_option(
          "--dtype", o->dtype,
@@ -91,7 +93,6 @@ void add_make_model_command(CLI::App& app, int& exit_code) {
                   "Embed this llama2.c tokenizer.bin instead of a synthetic vocabulary (GGUF)");
   cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
   cmd->add_option("--out", o->out, "Output file (gguf) or directory (safetensors)")->required();
-  cmd->callback([o, &exit_code] { exit_code = run(*o); });
 }
 
 }  // namespace pagedllm::cli

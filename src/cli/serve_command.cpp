@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/engine_flags.h"
+#include "cli/subcommand.h"
 #include "server/async_engine.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -107,11 +108,11 @@ int run_serve(ServeOptions& o) {
 }  // namespace
 
 void add_serve_command(CLI::App& app, int& exit_code) {
-  auto o = std::make_shared<ServeOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "serve",
+  auto [cmd, o] = add_subcommand<ServeOptions>(
+      app, "serve",
       "Serve the model over an OpenAI-compatible HTTP API (/v1/completions, "
-      "/v1/chat/completions, /v1/models, /tokenize, /detokenize, /health, /version, /metrics)");
+      "/v1/chat/completions, /v1/models, /tokenize, /detokenize, /health, /version, /metrics)",
+      exit_code, run_serve);
   add_engine_flags(cmd, o->engine);
   cmd->add_option("--host", o->http.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->http.port, "Port to listen on; 0 picks a free one")
@@ -149,7 +150,6 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--log-level", o->log_level, "debug, info, warning or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
-  cmd->callback([o, &exit_code] { exit_code = run_serve(*o); });
 }
 
 }  // namespace pagedllm::cli

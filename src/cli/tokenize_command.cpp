@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "cli/subcommand.h"
 #include "tokenizer/load_tokenizer.h"
 
 namespace pagedllm::cli {
@@ -83,8 +84,14 @@ int run_detokenize(const DetokenizeOptions& o) {
 }  // namespace
 
 void add_tokenize_commands(CLI::App& app, int& exit_code) {
-  auto topts = std::make_shared<TokenizeOptions>();
-  CLI::App* tok = app.add_subcommand("tokenize", "Print the token ids and pieces of a text");
+  auto [tok, topts] = add_subcommand<TokenizeOptions>(
+      app, "tokenize", "Print the token ids and pieces of a text", exit_code,
+      [](TokenizeOptions& o, const CLI::App& cmd) {
+        if (cmd.count("--text") == 0 && cmd.count("--texts-file") == 0) {
+          throw std::invalid_argument("tokenize needs --text or --texts-file");
+        }
+        return run_tokenize(o);
+      });
   tok->add_option("--model", topts->model,
                   "A GGUF file, a Hugging Face directory or tokenizer.json, or a llama2.c "
                   "tokenizer.bin")
@@ -96,15 +103,9 @@ void add_tokenize_commands(CLI::App& app, int& exit_code) {
   tok->add_flag("--no-add-special", topts->no_add_special,
                 "Add no BOS/EOS (add_special_tokens=False); special-token text is still matched");
   tok->add_flag("--json", topts->json, "Print one {\"ids\": [...], \"pieces\": [...]} per input");
-  tok->callback([topts, text, file, &exit_code] {
-    if (text->count() == 0 && file->count() == 0) {
-      throw std::invalid_argument("tokenize needs --text or --texts-file");
-    }
-    exit_code = run_tokenize(*topts);
-  });
 
-  auto dopts = std::make_shared<DetokenizeOptions>();
-  CLI::App* detok = app.add_subcommand("detokenize", "Print the text of token ids");
+  auto [detok, dopts] = add_subcommand<DetokenizeOptions>(
+      app, "detokenize", "Print the text of token ids", exit_code, run_detokenize);
   detok
       ->add_option("--model", dopts->model,
                    "A GGUF file, a Hugging Face directory or tokenizer.json, or a llama2.c "
@@ -112,7 +113,6 @@ void add_tokenize_commands(CLI::App& app, int& exit_code) {
       ->required();
   detok->add_option("ids", dopts->ids, "Token ids")->required();
   detok->add_flag("--skip-special", dopts->skip_special, "Leave out special tokens such as BOS");
-  detok->callback([dopts, &exit_code] { exit_code = run_detokenize(*dopts); });
 }
 
 }  // namespace pagedllm::cli

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "cli/subcommand.h"
 #include "engine/trace.h"
 
 namespace pagedllm::cli {
@@ -43,18 +44,17 @@ int run_trace(const TraceOptions& opts) {
 }  // namespace
 
 void add_trace_command(CLI::App& app, int& exit_code) {
-  auto opts = std::make_shared<TraceOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "trace",
+  auto [cmd, opts] = add_subcommand<TraceOptions>(
+      app, "trace",
       "Run the real scheduler, KV-cache manager and prepare_inputs on a scenario file with a "
-      "weightless stand-in model, printing one JSON line per engine step (capacity planning)");
+      "weightless stand-in model, printing one JSON line per engine step (capacity planning)",
+      exit_code, run_trace);
   cmd->add_option("--scenario", opts->scenario_path,
-                  "Scenario JSON: {\"config\": {...}, \"requests\": [...]} (see README)")
+                  "Scenario JSON: {\"config\": {...}, \"requests\": [...]} (see docs/TRACE.md)")
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_flag("--summary", opts->summary,
                 "Also print steps, preemptions and prefix-cache hits to stderr at the end");
-  cmd->callback([opts, &exit_code] { exit_code = run_trace(*opts); });
 }
 
 }  // namespace pagedllm::cli

@@ -14,6 +14,19 @@ void SchedulerOutput::clear() {
   preempted_req_ids.clear();
 }
 
+void ModelRunnerOutput::clear() {
+  req_ids.clear();
+  for (auto& t : sampled_token_ids) t.clear();
+  for (auto& t : sampled) t.clear();
+}
+
+void ModelRunnerOutput::resize(size_t n) {
+  clear();
+  req_ids.resize(n);
+  sampled_token_ids.resize(n);
+  sampled.resize(n);
+}
+
 namespace {
 
 int ceil_div(int a, int b) {
@@ -261,26 +274,32 @@ bool Scheduler::check_stop(Request& r) const {
 
 void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_out,
                                    std::vector<EngineCoreOutput>& outputs) {
-  assert(runner_out.sampled_token_ids.size() == step_requests_.size());
+  assert(runner_out.req_ids.size() == step_requests_.size());
   bool any_finished = false;
   for (size_t i = 0; i < step_requests_.size(); ++i) {
     Request* r = step_requests_[i];
     assert(out.num_scheduled_tokens[i].req_id == r->id());
+    assert(runner_out.req_ids[i] == r->id());
     (void)out;
     // A token sampled from a partial prefill is discarded.
     if (r->num_computed_tokens < r->num_tokens()) continue;
-    const int32_t token = runner_out.sampled_token_ids[i];
-    assert(token != ModelRunnerOutput::kNoToken);
-    r->append_output_token(token);
-    EngineCoreOutput o{r->id(), {token}, std::nullopt, std::nullopt, {}};
-    if (r->params().logprobs && i < runner_out.sampled.size()) {
-      o.logprobs.push_back(runner_out.sampled[i]);
-    }
-    if (check_stop(*r)) {
-      o.finish_reason = finish_reason_of(r->status);
-      o.stop_reason = r->stop_reason;
-      finish(r, r->status);
-      any_finished = true;
+    const auto& tokens = runner_out.sampled_token_ids[i];
+    if (tokens.empty()) continue;
+    EngineCoreOutput o{r->id(), {}, std::nullopt, std::nullopt, {}};
+    for (size_t j = 0; j < tokens.size(); ++j) {
+      r->append_output_token(tokens[j]);
+      o.new_token_ids.push_back(tokens[j]);
+      if (r->params().logprobs && j < runner_out.sampled[i].size()) {
+        o.logprobs.push_back(runner_out.sampled[i][j]);
+      }
+      // The first token that ends the request ends the list: later ones are dropped.
+      if (check_stop(*r)) {
+        o.finish_reason = finish_reason_of(r->status);
+        o.stop_reason = r->stop_reason;
+        finish(r, r->status);
+        any_finished = true;
+        break;
+      }
     }
     outputs.push_back(std::move(o));
   }

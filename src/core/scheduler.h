@@ -43,7 +43,8 @@ class Scheduler {
   std::vector<std::string> finish_requests(std::span<const std::string> ids, RequestStatus status);
 
   void schedule(SchedulerOutput& out);
-  // runner_out.sampled_token_ids[i] belongs to out.num_scheduled_tokens[i].
+  // runner_out.sampled_token_ids[i] (any number of tokens) belongs to
+  // out.num_scheduled_tokens[i]; they are appended in order up to the first that stops.
   void update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_out,
                           std::vector<EngineCoreOutput>& outputs);
 

@@ -51,14 +51,20 @@ struct SchedulerOutput {
   void clear();
 };
 
-// One sampled token per request, in the worker's batch order. kNoToken marks a request whose
-// step was a partial prefill: its sample is discarded.
+// What one step produced, per scheduled request in scheduling order (req_ids[k] is
+// SchedulerOutput::num_scheduled_tokens[k]): the tokens it sampled, none for a partial prefill,
+// one for an ordinary step, several where a step verified draft tokens. The scheduler applies
+// them in order and stops at the first that ends the request, dropping the rest.
 struct ModelRunnerOutput {
-  static constexpr int32_t kNoToken = -1;
   std::vector<std::string> req_ids;
-  std::vector<int32_t> sampled_token_ids;
+  std::vector<std::vector<int32_t>> sampled_token_ids;
   // Aligned with sampled_token_ids; log-probabilities only where the request asked for them.
-  std::vector<SampledToken> sampled;
+  std::vector<std::vector<SampledToken>> sampled;
+
+  // Empties every list but keeps the inner lists' capacity for the next step.
+  void clear();
+  // n requests, each with no tokens yet.
+  void resize(size_t n);
 };
 
 struct EngineCoreOutput {

@@ -18,7 +18,7 @@
 #include "kernels/kv_cache.h"
 #include "loader/hf_cache.h"
 #include "loader/load_model.h"
-#include "model/llama_model.h"
+#include "model/model_factory.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/load_tokenizer.h"
 #include "util/progress_bar.h"
@@ -56,7 +56,7 @@ struct Engine::Impl {
   std::unique_ptr<Tokenizer> tokenizer;
   EngineConfig config;
   std::unique_ptr<PagedKVCache> kv_cache;
-  std::unique_ptr<LlamaModel> model;
+  std::unique_ptr<Model> model;
   std::unique_ptr<EngineCore> core;
   std::unordered_map<std::string, Tracked> tracked;
   std::vector<RequestOutput> aborted;
@@ -105,21 +105,23 @@ struct Engine::Impl {
     c.block_size = o.block_size;
     c.enable_prefix_caching = o.enable_prefix_caching;
     c.num_blocks = o.num_blocks;
+    // The model of this architecture says what one block holds; the pool is sized from that.
+    auto kv_spec = [&](int blocks) {
+      return model_kv_cache_spec(*weights, blocks, c.block_size, kv_dtype);
+    };
     if (c.num_blocks <= 0) {
       c.kv_cache_memory_bytes = static_cast<int64_t>(o.kv_cache_memory_gib * (1LL << 30));
-      c.resolve_num_blocks(
-          LlamaModel::kv_cache_spec(mc, 1, c.block_size, kv_dtype).bytes_per_block());
+      c.resolve_num_blocks(kv_spec(1).bytes_per_block());
       // No point holding more than every sequence at full length, plus the null block.
       c.num_blocks = std::min(c.num_blocks, s.max_num_seqs * config.max_num_blocks_per_req() + 1);
     }
     config.validate();
     tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
-    kv_cache = std::make_unique<PagedKVCache>(
-        LlamaModel::kv_cache_spec(mc, c.num_blocks, c.block_size, kv_dtype));
+    kv_cache = std::make_unique<PagedKVCache>(kv_spec(c.num_blocks));
     ProgressBar bar("loading " + options.model);
-    model = std::make_unique<LlamaModel>(
-        weights, *kv_cache, s.max_num_batched_tokens,
-        [&bar](size_t done, size_t total) { bar.update(done, total); });
+    model = create_model(weights, {s.max_num_batched_tokens,
+                                   [&bar](size_t done, size_t total) { bar.update(done, total); }});
+    model->bind_kv_cache(*kv_cache);
     core = std::make_unique<EngineCore>(config, *model);
   }
 
@@ -314,10 +316,7 @@ std::string Engine::describe() const {
      << " threads=" << impl_->threads << " kv_blocks=" << c.cache.num_blocks - 1 << "x"
      << c.cache.block_size << " tokens (" << std::fixed;
   os.precision(1);
-  os << static_cast<double>(
-            LlamaModel::kv_cache_spec(mc, c.cache.num_blocks, c.cache.block_size, impl_->kv_dtype)
-                .bytes_per_block() *
-            c.cache.num_blocks) /
+  os << static_cast<double>(impl_->kv_cache->spec().bytes_per_block() * c.cache.num_blocks) /
             (1 << 20)
      << " MiB " << (impl_->kv_dtype == DType::kBF16 ? "bf16" : "f32")
      << ") max_model_len=" << c.scheduler.max_model_len

@@ -1,5 +1,6 @@
-// One engine step end to end: schedule -> update_states -> prepare_inputs -> forward ->
-// sample -> update_from_output. The core and the worker meet only here.
+// One engine step end to end: schedule -> execute_model (update_states -> prepare_inputs ->
+// forward -> sample, behind the executor) -> update_from_output. The core and the worker meet
+// only through the executor.
 #pragma once
 
 #include <memory>
@@ -8,14 +9,16 @@
 #include <vector>
 
 #include "core/scheduler.h"
+#include "executor/executor.h"
 #include "model/model.h"
-#include "worker/model_runner.h"
 
 namespace pagedllm {
 
 class EngineCore {
  public:
-  // The model must outlive the engine. Throws ConfigError for a configuration that cannot work.
+  // Throws ConfigError for a configuration that cannot work.
+  EngineCore(const EngineConfig& config, std::unique_ptr<Executor> executor);
+  // The runner in this process (UniProcExecutor); the model must outlive the engine.
   EngineCore(const EngineConfig& config, Model& model, RunnerOptions options = {});
 
   // Throws RequestRejected for a request that could never complete.
@@ -29,12 +32,13 @@ class EngineCore {
   const SchedulerOutput& last_scheduler_output() const { return sched_out_; }
   const Scheduler& scheduler() const { return scheduler_; }
   Scheduler& scheduler() { return scheduler_; }
-  const ModelRunner& runner() const { return runner_; }
+  const Executor& executor() const { return *executor_; }
+  // The executor's in-process runner; throws std::logic_error when it has none.
+  const ModelRunner& runner() const;
 
  private:
   Scheduler scheduler_;
-  ModelRunner runner_;
-  Model& model_;
+  std::unique_ptr<Executor> executor_;
   SchedulerOutput sched_out_;
   ModelRunnerOutput runner_out_;
   std::vector<EngineCoreOutput> outputs_;

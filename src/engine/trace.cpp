@@ -261,7 +261,7 @@ ordered_json TraceRunner::step_json() const {
   j["query_start_loc"] = head_of(in.query_start_loc, r + 1);
   j["seq_lens"] = head_of(in.seq_lens, r);
   j["num_computed_tokens"] = head_of(in.num_computed_tokens, r);
-  j["logits_indices"] = head_of(in.logits_indices, r);
+  j["logits_indices"] = head_of(in.logits_indices, in.num_logits);
   j["num_reqs"] = r;
   j["num_actual_tokens"] = n;
   j["num_input_tokens"] = in.num_input_tokens;

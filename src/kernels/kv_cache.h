@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "loader/tensor.h"
+#include "format/tensor.h"
 #include "util/huge_pages.h"
 
 namespace pagedllm {

@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
+#include "loader/model_arch.h"
+#include "loader/weight_binding.h"
 
 namespace pagedllm {
 
@@ -69,7 +71,7 @@ class TensorBinder {
  private:
   const float* copy_to_f32(const GGUFTensor& t, int64_t n) {
     std::vector<float> out(static_cast<size_t>(n));
-    cpu::dequantize_row(dtype_of(t), t.data, out.data(), n);
+    dequantize_row(dtype_of(t), t.data, out.data(), n);
     return w_.own(std::move(out));
   }
 
@@ -106,54 +108,26 @@ ModelWeights load_gguf(const std::string& path) {
 }
 
 ModelWeights load_gguf(const GGUFFile& g) {
-  const std::string arch = g.get_string("general.architecture");
-  if (arch != "llama" && arch != "qwen2" && arch != "qwen3") {
-    throw ModelLoadError(g.path() + ": architecture '" + arch +
-                         "' is not supported (llama, qwen2, qwen3)");
+  const std::string arch_name = g.get_string("general.architecture");
+  const ModelArch* arch = find_arch(arch_name);
+  if (!arch) {
+    throw ModelLoadError(g.path() + ": architecture '" + arch_name + "' is not supported (" +
+                         supported_arch_names() + ")");
   }
   ModelWeights w;
   w.source = g.path();
   w.files.push_back(g.file());
-  w.config = read_config(g, arch);
+  w.config = read_config(g, arch_name);
   TensorBinder b(g, w);
-  const GGUFTensor& embd = b.get("token_embd.weight");
-  if (embd.dims.size() != 2) throw ModelLoadError(g.path() + ": token_embd.weight must be 2-D");
+  const std::string embedding = tensor_name(*arch, WeightRole::kEmbedding, TensorFileFormat::kGguf);
+  const GGUFTensor& embd = b.get(embedding);
+  if (embd.dims.size() != 2) throw ModelLoadError(g.path() + ": " + embedding + " must be 2-D");
   w.config.vocab_size = static_cast<int>(embd.dims[1]);
-  w.config.tied_embeddings = !b.has("output.weight");
-  w.config.qkv_bias = b.has("blk.0.attn_q.bias");
-  w.config.qk_norm = b.has("blk.0.attn_q_norm.weight");
-  w.config.validate(g.path());
-  const ModelConfig& c = w.config;
-  // llama.cpp permutes Q/K of `llama` weights to interleaved pairs; qwen2/qwen3 stay NeoX.
-  w.rope_style = arch == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
-
-  w.token_embedding = b.matrix("token_embd.weight", c.vocab_size, c.dim);
-  w.layers.resize(static_cast<size_t>(c.n_layers));
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    lw.attn_norm = b.vector(p + "attn_norm.weight", c.dim);
-    lw.wq = b.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
-    lw.wk = b.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-    lw.wv = b.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
-    lw.wo = b.matrix(p + "attn_output.weight", c.dim, c.q_dim());
-    if (c.qkv_bias) {
-      lw.bq = b.vector(p + "attn_q.bias", c.q_dim());
-      lw.bk = b.vector(p + "attn_k.bias", c.kv_dim());
-      lw.bv = b.vector(p + "attn_v.bias", c.kv_dim());
-    }
-    if (c.qk_norm) {
-      lw.q_norm = b.vector(p + "attn_q_norm.weight", c.head_dim);
-      lw.k_norm = b.vector(p + "attn_k_norm.weight", c.head_dim);
-    }
-    lw.ffn_norm = b.vector(p + "ffn_norm.weight", c.dim);
-    lw.w_gate = b.matrix(p + "ffn_gate.weight", c.hidden_dim, c.dim);
-    lw.w_up = b.matrix(p + "ffn_up.weight", c.hidden_dim, c.dim);
-    lw.w_down = b.matrix(p + "ffn_down.weight", c.dim, c.hidden_dim);
-  }
-  w.final_norm = b.vector("output_norm.weight", c.dim);
-  w.output = c.tied_embeddings ? w.token_embedding : b.matrix("output.weight", c.vocab_size, c.dim);
-  w.rope_freq_factors = b.optional_vector("rope_freqs.weight", c.head_dim / 2);
+  w.config.tied_embeddings = false;
+  bind_llama_weights(b, *arch, TensorFileFormat::kGguf, g.path(), w);
+  w.rope_style = arch->gguf_rope_style;
+  w.rope_freq_factors = b.optional_vector(
+      tensor_name(*arch, WeightRole::kRopeFreqs, TensorFileFormat::kGguf), w.config.head_dim / 2);
   return w;
 }
 

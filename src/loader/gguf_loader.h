@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "loader/model_weights.h"
 
 namespace pagedllm {

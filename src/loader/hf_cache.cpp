@@ -5,7 +5,7 @@
 #include <fstream>
 #include <vector>
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 
 namespace pagedllm {
 

@@ -6,8 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cpu/dequant.h"
-#include "loader/safetensors_file.h"
+#include "format/dequant.h"
+#include "format/safetensors_file.h"
+#include "loader/model_arch.h"
+#include "loader/weight_binding.h"
 
 namespace pagedllm {
 
@@ -42,16 +44,12 @@ ModelConfig parse_config(const json& c, const std::string& where, std::string& a
   }
   arch_name = c["architectures"][0].get<std::string>();
   ModelConfig m;
-  if (arch_name == "LlamaForCausalLM" || arch_name == "MistralForCausalLM") {
-    m.architecture = "llama";
-  } else if (arch_name == "Qwen2ForCausalLM") {
-    m.architecture = "qwen2";
-  } else if (arch_name == "Qwen3ForCausalLM") {
-    m.architecture = "qwen3";
-  } else {
+  const ModelArch* arch = find_arch_by_hf_class(arch_name);
+  if (!arch) {
     throw ModelLoadError(where + ": architecture " + arch_name +
                          " is not supported (Llama, Mistral, Qwen2, Qwen3)");
   }
+  m.architecture = std::string(arch->name);
   m.dim = get_or<int>(c, "hidden_size", 0, where);
   m.hidden_dim = get_or<int>(c, "intermediate_size", 0, where);
   m.n_layers = get_or<int>(c, "num_hidden_layers", 0, where);
@@ -162,7 +160,7 @@ class HfTensors {
   }
   const float* to_f32(const SafetensorsTensor& t, int64_t n) {
     std::vector<float> out(static_cast<size_t>(n));
-    cpu::dequantize_row(*dtype_of_safetensors(t.dtype), t.data, out.data(), n);
+    dequantize_row(*dtype_of_safetensors(t.dtype), t.data, out.data(), n);
     return w_.own(std::move(out));
   }
 
@@ -184,40 +182,9 @@ ModelWeights load_hf_directory(const std::string& dir_path) {
   std::string arch_name;
   w.config = parse_config(read_json(dir / "config.json"), dir_path, arch_name);
   HfTensors t(dir, w);
-  w.config.qkv_bias = t.has("model.layers.0.self_attn.q_proj.bias");
-  w.config.qk_norm = t.has("model.layers.0.self_attn.q_norm.weight");
-  if (!t.has("lm_head.weight")) w.config.tied_embeddings = true;
-  w.config.validate(dir_path);
-  const ModelConfig& c = w.config;
+  bind_llama_weights(t, *find_arch(w.config.architecture), TensorFileFormat::kHuggingFace, dir_path,
+                     w);
   w.rope_style = RopeStyle::kNeox;
-
-  w.token_embedding = t.matrix("model.embed_tokens.weight", c.vocab_size, c.dim);
-  w.layers.resize(static_cast<size_t>(c.n_layers));
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    LayerWeights& lw = w.layers[static_cast<size_t>(l)];
-    lw.attn_norm = t.vector(p + "input_layernorm.weight", c.dim);
-    lw.wq = t.matrix(p + "self_attn.q_proj.weight", c.q_dim(), c.dim);
-    lw.wk = t.matrix(p + "self_attn.k_proj.weight", c.kv_dim(), c.dim);
-    lw.wv = t.matrix(p + "self_attn.v_proj.weight", c.kv_dim(), c.dim);
-    lw.wo = t.matrix(p + "self_attn.o_proj.weight", c.dim, c.q_dim());
-    if (c.qkv_bias) {
-      lw.bq = t.vector(p + "self_attn.q_proj.bias", c.q_dim());
-      lw.bk = t.vector(p + "self_attn.k_proj.bias", c.kv_dim());
-      lw.bv = t.vector(p + "self_attn.v_proj.bias", c.kv_dim());
-    }
-    if (c.qk_norm) {
-      lw.q_norm = t.vector(p + "self_attn.q_norm.weight", c.head_dim);
-      lw.k_norm = t.vector(p + "self_attn.k_norm.weight", c.head_dim);
-    }
-    lw.ffn_norm = t.vector(p + "post_attention_layernorm.weight", c.dim);
-    lw.w_gate = t.matrix(p + "mlp.gate_proj.weight", c.hidden_dim, c.dim);
-    lw.w_up = t.matrix(p + "mlp.up_proj.weight", c.hidden_dim, c.dim);
-    lw.w_down = t.matrix(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
-  }
-  w.final_norm = t.vector("model.norm.weight", c.dim);
-  w.output =
-      c.tied_embeddings ? w.token_embedding : t.matrix("lm_head.weight", c.vocab_size, c.dim);
   return w;
 }
 

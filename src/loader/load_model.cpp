@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "loader/gguf_loader.h"
 #include "loader/hf_loader.h"
 #include "loader/llama2c_loader.h"

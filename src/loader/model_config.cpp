@@ -1,6 +1,6 @@
 #include "loader/model_config.h"
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 
 namespace pagedllm {
 

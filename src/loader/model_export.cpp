@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cpu/dequant.h"
-#include "loader/tensor_writer.h"
+#include "format/dequant.h"
+#include "format/tensor_writer.h"
 
 namespace pagedllm {
 
@@ -52,6 +52,8 @@ RoleShape shape_of(const ModelConfig& c, WeightRole role) {
       return {{h, d}};
     case WeightRole::kDown:
       return {{d, h}};
+    case WeightRole::kRopeFreqs:
+      return {{c.head_dim / 2}};
   }
   return {};
 }
@@ -84,40 +86,30 @@ struct PlannedTensor {
 };
 
 std::vector<PlannedTensor> plan(const ModelConfig& c, bool gguf) {
+  const ModelArch* arch = find_arch(c.architecture);
+  if (!arch) throw std::invalid_argument("cannot export architecture " + c.architecture);
+  const TensorFileFormat format = gguf ? TensorFileFormat::kGguf : TensorFileFormat::kHuggingFace;
   std::vector<PlannedTensor> p;
-  auto add = [&](std::string name, WeightRole role, int layer, bool matrix) {
-    p.push_back({std::move(name), role, layer, matrix});
+  auto add = [&](WeightRole role, int layer, bool matrix) {
+    p.push_back({tensor_name(*arch, role, format, layer), role, layer, matrix});
   };
-  add(gguf ? "token_embd.weight" : "model.embed_tokens.weight", WeightRole::kEmbedding, 0, true);
+  add(WeightRole::kEmbedding, 0, true);
   for (int l = 0; l < c.n_layers; ++l) {
-    const std::string g = "blk." + std::to_string(l) + ".";
-    const std::string h = "model.layers." + std::to_string(l) + ".";
-    add(gguf ? g + "attn_norm.weight" : h + "input_layernorm.weight", WeightRole::kAttnNorm, l,
-        false);
-    add(gguf ? g + "attn_q.weight" : h + "self_attn.q_proj.weight", WeightRole::kWq, l, true);
-    add(gguf ? g + "attn_k.weight" : h + "self_attn.k_proj.weight", WeightRole::kWk, l, true);
-    add(gguf ? g + "attn_v.weight" : h + "self_attn.v_proj.weight", WeightRole::kWv, l, true);
-    add(gguf ? g + "attn_output.weight" : h + "self_attn.o_proj.weight", WeightRole::kWo, l, true);
+    add(WeightRole::kAttnNorm, l, false);
+    for (WeightRole r : {WeightRole::kWq, WeightRole::kWk, WeightRole::kWv, WeightRole::kWo})
+      add(r, l, true);
     if (c.qkv_bias) {
-      add(gguf ? g + "attn_q.bias" : h + "self_attn.q_proj.bias", WeightRole::kBq, l, false);
-      add(gguf ? g + "attn_k.bias" : h + "self_attn.k_proj.bias", WeightRole::kBk, l, false);
-      add(gguf ? g + "attn_v.bias" : h + "self_attn.v_proj.bias", WeightRole::kBv, l, false);
+      for (WeightRole r : {WeightRole::kBq, WeightRole::kBk, WeightRole::kBv}) add(r, l, false);
     }
     if (c.qk_norm) {
-      add(gguf ? g + "attn_q_norm.weight" : h + "self_attn.q_norm.weight", WeightRole::kQNorm, l,
-          false);
-      add(gguf ? g + "attn_k_norm.weight" : h + "self_attn.k_norm.weight", WeightRole::kKNorm, l,
-          false);
+      add(WeightRole::kQNorm, l, false);
+      add(WeightRole::kKNorm, l, false);
     }
-    add(gguf ? g + "ffn_norm.weight" : h + "post_attention_layernorm.weight", WeightRole::kFfnNorm,
-        l, false);
-    add(gguf ? g + "ffn_gate.weight" : h + "mlp.gate_proj.weight", WeightRole::kGate, l, true);
-    add(gguf ? g + "ffn_up.weight" : h + "mlp.up_proj.weight", WeightRole::kUp, l, true);
-    add(gguf ? g + "ffn_down.weight" : h + "mlp.down_proj.weight", WeightRole::kDown, l, true);
+    add(WeightRole::kFfnNorm, l, false);
+    for (WeightRole r : {WeightRole::kGate, WeightRole::kUp, WeightRole::kDown}) add(r, l, true);
   }
-  add(gguf ? "output_norm.weight" : "model.norm.weight", WeightRole::kFinalNorm, 0, false);
-  if (!c.tied_embeddings)
-    add(gguf ? "output.weight" : "lm_head.weight", WeightRole::kOutput, 0, true);
+  add(WeightRole::kFinalNorm, 0, false);
+  if (!c.tied_embeddings) add(WeightRole::kOutput, 0, true);
   return p;
 }
 
@@ -234,11 +226,13 @@ void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::
     m.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(true)});
     m.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(false)});
   }
-  const RopeStyle target = a == "llama" ? RopeStyle::kInterleaved : RopeStyle::kNeox;
+  const ModelArch* arch = find_arch(a);
+  if (!arch) throw std::invalid_argument("cannot export architecture " + a);
+  const RopeStyle target = arch->gguf_rope_style;
   auto tensors = tensors_for(spec, source, /*gguf=*/true, target);
   if (c.rope_scaling) {
     const auto factors = llama3_rope_factors(c);
-    tensors.push_back({"rope_freqs.weight",
+    tensors.push_back({tensor_name(*arch, WeightRole::kRopeFreqs, TensorFileFormat::kGguf),
                        {static_cast<int64_t>(factors.size())},
                        DType::kF32,
                        [factors](std::vector<float>& v) { v = factors; }});
@@ -294,8 +288,7 @@ WeightSource source_of(const ModelWeights& w) {
     auto matrix = [&](const WeightMatrix& m) {
       out.resize(static_cast<size_t>(m.rows) * m.cols);
       for (int r = 0; r < m.rows; ++r) {
-        cpu::dequantize_row(m.dtype, m.row(r), out.data() + static_cast<size_t>(r) * m.cols,
-                            m.cols);
+        dequantize_row(m.dtype, m.row(r), out.data() + static_cast<size_t>(r) * m.cols, m.cols);
       }
     };
     auto vec = [&](const float* p, int n) { out.assign(p, p + n); };
@@ -334,6 +327,9 @@ WeightSource source_of(const ModelWeights& w) {
         return matrix(lw->w_up);
       case WeightRole::kDown:
         return matrix(lw->w_down);
+      case WeightRole::kRopeFreqs:
+        if (w.rope_freq_factors) return vec(w.rope_freq_factors, c.head_dim / 2);
+        return out.assign(static_cast<size_t>(c.head_dim / 2), 1.0f);
     }
   };
 }

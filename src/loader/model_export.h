@@ -11,30 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "loader/model_arch.h"
 #include "loader/model_weights.h"
 #include "tokenizer/sentencepiece_bpe.h"
 
 namespace pagedllm {
-
-enum class WeightRole {
-  kEmbedding,
-  kAttnNorm,
-  kWq,
-  kWk,
-  kWv,
-  kWo,
-  kBq,
-  kBk,
-  kBv,
-  kQNorm,
-  kKNorm,
-  kFfnNorm,
-  kGate,
-  kUp,
-  kDown,
-  kFinalNorm,
-  kOutput,
-};
 
 // Fills `out` (already sized) with the tensor's f32 values, row-major [out, in] for matrices,
 // Q/K rows in the source's RoPE layout.

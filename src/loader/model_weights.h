@@ -7,9 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
+#include "format/tensor.h"
+#include "kernels/cpu/rope.h"
 #include "loader/model_config.h"
-#include "loader/tensor.h"
 
 namespace pagedllm {
 
@@ -23,11 +24,6 @@ struct LayerWeights {
   const float* k_norm = nullptr;
   const float* ffn_norm = nullptr;
   WeightMatrix w_gate, w_up, w_down;
-};
-
-enum class RopeStyle {
-  kInterleaved,  // rotate pairs (2i, 2i+1): llama2.c, GGUF `llama`
-  kNeox,         // rotate (i, i + d/2): Hugging Face weights, GGUF qwen2/qwen3
 };
 
 struct ModelWeights {

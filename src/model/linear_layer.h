@@ -6,8 +6,8 @@
 
 #include <vector>
 
+#include "format/tensor.h"
 #include "kernels/cpu/packed_matrix.h"
-#include "loader/tensor.h"
 
 namespace pagedllm {
 

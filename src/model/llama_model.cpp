@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/paged_attention.h"
+#include "model/rope.h"
 
 namespace pagedllm {
 
@@ -43,13 +44,24 @@ void release_mapped_pages(const ModelWeights& w, const WeightMatrix& m) {
 
 LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache,
                        int max_tokens, const std::function<void(size_t, size_t)>& progress)
-    : weights_(std::move(weights)), kv_cache_(kv_cache), max_tokens_(max_tokens) {
+    : LlamaModel(std::move(weights), max_tokens, progress) {
+  bind_kv_cache(kv_cache);
+}
+
+void LlamaModel::bind_kv_cache(PagedKVCache& cache) {
   const ModelConfig& c = weights_->config;
-  const auto& spec = kv_cache.spec();
+  const auto& spec = cache.spec();
   if (spec.num_layers != c.n_layers || spec.num_kv_heads != c.n_kv_heads ||
       spec.head_size != c.head_dim) {
     throw std::invalid_argument("KV cache geometry does not match the model");
   }
+  kv_cache_ = &cache;
+}
+
+LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, int max_tokens,
+                       const std::function<void(size_t, size_t)>& progress)
+    : weights_(std::move(weights)), max_tokens_(max_tokens) {
+  const ModelConfig& c = weights_->config;
   const size_t total = weights_->layers.size() + 1;
   for (const LayerWeights& lw : weights_->layers) {
     linears_.push_back(LayerLinears{LinearLayer({&lw.wq, &lw.wk, &lw.wv}, {lw.bq, lw.bk, lw.bv}),
@@ -64,7 +76,7 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
   output_ = LinearLayer({&weights_->output});
   release_mapped_pages(*weights_, weights_->output);
   if (progress) progress(total, total);
-  inv_freq_ = cpu::rope_inverse_frequencies(c);
+  inv_freq_ = rope_inverse_frequencies(c);
   if (weights_->rope_freq_factors) {
     for (size_t i = 0; i < inv_freq_.size(); ++i) inv_freq_[i] /= weights_->rope_freq_factors[i];
   }
@@ -78,13 +90,26 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache
   gate_.resize(t * c.hidden_dim);
 }
 
-void LlamaModel::embed(std::span<const int32_t> ids, float* out) const {
+void LlamaModel::embed(const ModelInputs& in, float* out) const {
   const auto& e = weights_->token_embedding;
-  const int dim = weights_->config.dim;
+  const auto dim = static_cast<size_t>(weights_->config.dim);
+  const auto ids = in.input_ids_actual();
+  if (in.embed_values.size() != in.embed_rows.size() * dim) {
+    throw std::invalid_argument("embed_values must hold hidden_size values per embed row");
+  }
+  for (size_t i = 0; i < in.embed_rows.size(); ++i) {
+    const int32_t row = in.embed_rows[i];
+    if (row < 0 || static_cast<size_t>(row) >= ids.size())
+      throw std::out_of_range("embed row outside the step's tokens");
+  }
   for (size_t t = 0; t < ids.size(); ++t) {
     const int32_t id = ids[t];
     if (id < 0 || id >= e.rows) throw std::out_of_range("token id outside the vocabulary");
-    cpu::dequantize_row(e.dtype, e.row(id), out + t * dim, dim);
+    dequantize_row(e.dtype, e.row(id), out + t * dim, static_cast<int64_t>(dim));
+  }
+  for (size_t i = 0; i < in.embed_rows.size(); ++i) {
+    std::copy_n(in.embed_values.data() + i * dim, dim,
+                out + static_cast<size_t>(in.embed_rows[i]) * dim);
   }
 }
 
@@ -117,11 +142,9 @@ void LlamaModel::rope_and_cache(const LayerWeights& w, const ModelInputs& in, in
 
 cpu::AttentionBatch LlamaModel::gather_output_rows(const ModelInputs& in) {
   const ModelConfig& c = weights_->config;
-  out_query_start_.resize(static_cast<size_t>(in.num_reqs) + 1);
-  out_positions_.resize(static_cast<size_t>(in.num_reqs));
-  out_query_start_[0] = 0;
+  out_positions_.resize(static_cast<size_t>(in.num_logits));
   // logits_indices rise with r, so each row moves towards the front over rows already moved.
-  for (int r = 0; r < in.num_reqs; ++r) {
+  for (int r = 0; r < in.num_logits; ++r) {
     const auto ru = static_cast<size_t>(r);
     const auto t = static_cast<size_t>(in.logits_indices[ru]);
     if (t != ru) {
@@ -129,10 +152,10 @@ cpu::AttentionBatch LlamaModel::gather_output_rows(const ModelInputs& in) {
       std::copy_n(q_.data() + t * c.q_dim(), c.q_dim(), q_.data() + ru * c.q_dim());
     }
     out_positions_[ru] = in.positions[t];
-    out_query_start_[ru + 1] = r + 1;
   }
-  return cpu::AttentionBatch{in.num_reqs, out_query_start_, out_positions_, in.block_table,
-                             in.max_blocks_per_req};
+  // Request r's queries are its logits rows, so logits_start_loc is their query_start_loc.
+  return cpu::AttentionBatch{in.num_reqs, in.logits_start_loc_view(), out_positions_,
+                             in.block_table, in.max_blocks_per_req};
 }
 
 void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens, bool out_rows) {
@@ -141,13 +164,13 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens, b
   cpu::rms_norm(x_.data(), w.attn_norm, xb_.data(), tokens, c.dim, c.norm_eps);
   const LayerLinears& lin = linears_[static_cast<size_t>(layer)];
   lin.qkv.apply(xb_.data(), tokens, qkv_.data());
-  KVCacheLayer cache = kv_cache_.layer(layer);
+  KVCacheLayer cache = kv_cache_->layer(layer);
   rope_and_cache(w, in, tokens, cache);
   const cpu::AttentionBatch batch =
       out_rows ? gather_output_rows(in)
                : cpu::AttentionBatch{in.num_reqs, in.query_start_loc_view(), in.positions_actual(),
                                      in.block_table, in.max_blocks_per_req};
-  const int rows = out_rows ? in.num_reqs : tokens;
+  const int rows = out_rows ? in.num_logits : tokens;
   cpu::paged_attention(q_.data(), c.n_heads, batch, cache, attn_.data());
   lin.o.apply(attn_.data(), rows, xb_.data());
   cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(rows) * c.dim);
@@ -169,20 +192,23 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
   const int tokens = in.num_actual_tokens;
   if (tokens > max_tokens_)
     throw std::length_error("step has more tokens than the model's workspace");
-  embed(in.input_ids_actual(), x_.data());
+  if (!kv_cache_) throw std::logic_error("forward() before bind_kv_cache()");
+  if (!in.mrope_positions.empty())
+    throw std::invalid_argument("this model takes 1-D positions, not M-RoPE positions");
+  embed(in, x_.data());
   cpu::rope_angles(in.positions_actual(), inv_freq_, rope_);
-  // Only the last token of each request needs logits, so past the last layer's K and V only
+  // Only the tokens at logits_indices need logits, so past the last layer's K and V only
   // those rows are computed, as llama.cpp does (a prefill's last layer shrinks to one row).
   // Each row's result is the same either way (the kernels' orders do not depend on the batch),
   // but for the bf16 products oneDNN takes from 8 rows up.
   for (int l = 0; l < c.n_layers; ++l) {
     const bool last_layer = l + 1 == c.n_layers;
     attention_block(l, in, tokens, last_layer);
-    mlp_block(l, last_layer ? in.num_reqs : tokens);
+    mlp_block(l, last_layer ? in.num_logits : tokens);
   }
-  last_.resize(static_cast<size_t>(in.num_reqs) * c.dim);
-  cpu::rms_norm(x_.data(), weights_->final_norm, last_.data(), in.num_reqs, c.dim, c.norm_eps);
-  output_.apply(last_.data(), in.num_reqs, logits.data());
+  last_.resize(static_cast<size_t>(in.num_logits) * c.dim);
+  cpu::rms_norm(x_.data(), weights_->final_norm, last_.data(), in.num_logits, c.dim, c.norm_eps);
+  output_.apply(last_.data(), in.num_logits, logits.data());
 }
 
 }  // namespace pagedllm

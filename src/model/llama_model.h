@@ -10,6 +10,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/kv_cache.h"
 #include "loader/model_weights.h"
 #include "model/linear_layer.h"
@@ -23,29 +24,40 @@ class LlamaModel : public Model {
   // max_tokens bounds the tokens of one step (the scheduler's max_num_batched_tokens).
   // Packs the linear weights for the GEMM kernels (progress(done, total) per layer) and lets
   // the kernel drop the mapped pages they came from.
+  // The KV cache comes later, through bind_kv_cache() (the engine sizes it from
+  // kv_cache_spec()).
+  LlamaModel(std::shared_ptr<const ModelWeights> weights, int max_tokens,
+             const std::function<void(size_t, size_t)>& progress = {});
+  // The same, bound to `kv_cache` at once.
   LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache, int max_tokens,
              const std::function<void(size_t, size_t)>& progress = {});
 
   int vocab_size() const override { return weights_->config.vocab_size; }
+  KVCacheSpec kv_cache_spec(int num_blocks, int block_size, DType dtype) const override {
+    return kv_cache_spec(weights_->config, num_blocks, block_size, dtype);
+  }
+  void bind_kv_cache(PagedKVCache& cache) override;
   void forward(const ModelInputs& inputs, std::span<float> logits) override;
   const ModelConfig& config() const { return weights_->config; }
   // Bytes of packed linear weights one forward pass reads whatever its batch: the floor on the
   // memory traffic of a decode step.
-  size_t linear_weight_bytes() const;
+  size_t linear_weight_bytes() const override;
 
   // The KV geometry this model needs, for sizing the cache before the model is built.
   static KVCacheSpec kv_cache_spec(const ModelConfig& config, int num_blocks, int block_size,
                                    DType dtype = DType::kF32);
 
  private:
-  void embed(std::span<const int32_t> ids, float* out) const;
+  // The step's input embeddings: token rows, then the rows the inputs overwrite.
+  void embed(const ModelInputs& in, float* out) const;
   // Layer `layer` for every token of the step. With out_rows, only the K and V of every token
   // and the output rows' hidden states: afterwards x_ row r holds the row of token
-  // in.logits_indices[r], for r < num_reqs (call only for the last layer, whose other rows
+  // in.logits_indices[r], for r < num_logits (call only for the last layer, whose other rows
   // nothing reads).
   void attention_block(int layer, const ModelInputs& in, int tokens, bool out_rows = false);
-  // Moves the output rows (in.logits_indices) of x_ and q_ to their first num_reqs rows and
-  // describes one query per request at its position, for the last layer's attention.
+  // Moves the output rows (in.logits_indices) of x_ and q_ to their first num_logits rows and
+  // describes them as each request's queries at their positions, for the last layer's
+  // attention.
   cpu::AttentionBatch gather_output_rows(const ModelInputs& in);
   // After the qkv product: q normed (where the layer has q/k norms) and rotated into q_, k the
   // same, and k and v stored to the cache.
@@ -60,7 +72,7 @@ class LlamaModel : public Model {
   std::shared_ptr<const ModelWeights> weights_;
   std::vector<LayerLinears> linears_;
   LinearLayer output_;
-  PagedKVCache& kv_cache_;
+  PagedKVCache* kv_cache_ = nullptr;
   int max_tokens_;
   std::vector<float> inv_freq_;
   cpu::RopeAngles rope_;  // this step's, set at the start of forward()
@@ -68,7 +80,7 @@ class LlamaModel : public Model {
   // On cache lines: oneDNN's AMX kernels read and write whole 64-byte rows (aligned_allocator.h).
   using Activations = std::vector<float, AlignedAllocator<float>>;
   Activations x_, xb_, qkv_, q_, attn_, gate_up_, gate_, last_;
-  std::vector<int32_t> out_query_start_, out_positions_;  // gather_output_rows()'s batch
+  std::vector<int32_t> out_positions_;  // gather_output_rows()'s batch
 };
 
 }  // namespace pagedllm

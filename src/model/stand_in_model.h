@@ -13,6 +13,8 @@ class StandInModel : public Model {
  public:
   explicit StandInModel(int vocab_size);
   int vocab_size() const override { return vocab_size_; }
+  KVCacheSpec kv_cache_spec(int num_blocks, int block_size, DType dtype) const override;
+  void bind_kv_cache(PagedKVCache&) override {}
   void forward(const ModelInputs& inputs, std::span<float> logits) override;
 
   // The rule itself, so that tests can state what a request must produce.

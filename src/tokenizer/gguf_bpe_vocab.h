@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "tokenizer/bpe_tokenizer.h"
 
 namespace pagedllm {

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 #include "tokenizer/json_fields.h"
 
 namespace pagedllm {

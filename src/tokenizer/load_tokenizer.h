@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagedllm {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/unicode_regex.h"
 

@@ -9,20 +9,6 @@
 
 namespace pagedllm {
 
-const char* to_string(AttentionState state) {
-  switch (state) {
-    case AttentionState::kPrefillNoCache:
-      return "PrefillNoCache";
-    case AttentionState::kPrefillCacheHit:
-      return "PrefillCacheHit";
-    case AttentionState::kDecodeOnly:
-      return "DecodeOnly";
-    case AttentionState::kChunkedPrefill:
-      return "ChunkedPrefill";
-  }
-  return "unknown";
-}
-
 ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
     : config_(config),
       options_(std::move(options)),
@@ -35,14 +21,16 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
   for (int b : options_.padding_buckets) max_tokens = std::max(max_tokens, b);
   const auto max_tok = static_cast<size_t>(max_tokens);
   auto& in = inputs_;
-  for (auto* v : {&in.num_scheduled_tokens, &in.cu_num_tokens, &in.seq_lens,
-                  &in.num_computed_tokens, &in.logits_indices}) {
+  for (auto* v :
+       {&in.num_scheduled_tokens, &in.cu_num_tokens, &in.seq_lens, &in.num_computed_tokens}) {
     v->assign(max_reqs, 0);
   }
   in.query_start_loc.assign(max_reqs + 1, 0);
   in.seq_start_loc.assign(max_reqs + 1, 0);
-  for (auto* v : {&in.req_indices, &in.arange, &in.positions, &in.token_indices, &in.input_ids,
-                  &in.block_table_indices, &in.block_numbers, &in.block_offsets}) {
+  in.logits_start_loc.assign(max_reqs + 1, 0);
+  for (auto* v :
+       {&in.req_indices, &in.arange, &in.positions, &in.token_indices, &in.input_ids,
+        &in.block_table_indices, &in.block_numbers, &in.block_offsets, &in.logits_indices}) {
     v->assign(max_tok, 0);
   }
   in.slot_mapping.assign(max_tok, -1);
@@ -207,6 +195,7 @@ const ModelInputs& ModelRunner::prepare_inputs() {
 //   query_start_loc = [0, 1, 2, 95, 170, 200]
 //   seq_lens        = [55, 146, 93, 75, 30]
 //   logits_indices  = [0, 1, 94, 169, 199]   (the last token of each request)
+//   logits_start_loc = [0, 1, 2, 3, 4, 5]    (one logits row per request)
 void ModelRunner::compute_request_level() {
   auto& in = inputs_;
   in.num_reqs = batch_.num_reqs();
@@ -215,6 +204,7 @@ void ModelRunner::compute_request_level() {
   in.max_seq_len = 0;
   in.query_start_loc[0] = 0;
   in.seq_start_loc[0] = 0;
+  in.logits_start_loc[0] = 0;
   for (int r = 0; r < in.num_reqs; ++r) {
     const auto i = static_cast<size_t>(r);
     const int n = row_num_scheduled_[i];
@@ -227,9 +217,11 @@ void ModelRunner::compute_request_level() {
     in.seq_lens[i] = computed + n;
     in.seq_start_loc[i + 1] = in.seq_start_loc[i] + in.seq_lens[i];
     in.logits_indices[i] = total - 1;
+    in.logits_start_loc[i + 1] = r + 1;
     in.max_query_len = std::max(in.max_query_len, n);
     in.max_seq_len = std::max(in.max_seq_len, in.seq_lens[i]);
   }
+  in.num_logits = in.num_reqs;
   in.num_actual_tokens = total;
   in.num_input_tokens = padded_token_count(total);
   in.block_table = batch_.block_table().flat().first(static_cast<size_t>(in.num_reqs) *
@@ -349,38 +341,44 @@ int ModelRunner::padded_token_count(int n) const {
 void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
                                 ModelRunnerOutput& result) {
   update_states(out);
-  result.req_ids.clear();
-  result.sampled_token_ids.clear();
-  result.sampled.clear();
+  result.clear();
   if (out.total_num_scheduled_tokens == 0) return;
   const ModelInputs& in = prepare_inputs();
 
   const auto vocab = static_cast<size_t>(model.vocab_size());
-  logits_.resize(static_cast<size_t>(in.num_reqs) * vocab);
+  logits_.resize(static_cast<size_t>(in.num_logits) * vocab);
   model.forward(in, logits_);
+  sample_rows(in, vocab);
 
-  for (int row = 0; row < in.num_reqs; ++row) {
-    SampledToken& sampled = sampled_by_row_[static_cast<size_t>(row)];
-    // A partial prefill's sample would be discarded: skip it.
-    if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) {
-      sampled = SampledToken{ModelRunnerOutput::kNoToken, 0.0f, {}};
-      continue;
-    }
-    CachedRequestState& s = *batch_.state(row);
-    const auto tokens = std::span<const int32_t>(s.token_ids);
-    const SamplingContext ctx{
-        &s.sampling_params, tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
-        tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)), s.eos_token_id, s.seed};
-    sampled =
-        sampler_.sample(std::span(logits_).subspan(static_cast<size_t>(row) * vocab, vocab), ctx);
-    batch_.append_token(row, sampled.token_id);
-    s.token_ids.push_back(sampled.token_id);
-  }
+  result.resize(out.num_scheduled_tokens.size());
   for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
-    const SampledToken& sampled = sampled_by_row_[static_cast<size_t>(row_of_scheduled_[k])];
-    result.req_ids.push_back(out.num_scheduled_tokens[k].req_id);
-    result.sampled_token_ids.push_back(sampled.token_id);
-    result.sampled.push_back(sampled);
+    auto& sampled = sampled_by_row_[static_cast<size_t>(row_of_scheduled_[k])];
+    result.req_ids[k] = out.num_scheduled_tokens[k].req_id;
+    for (const SampledToken& s : sampled) result.sampled_token_ids[k].push_back(s.token_id);
+    result.sampled[k].swap(sampled);
+  }
+}
+
+// Each row's logits rows in order, each sampled after the tokens before it are appended, so
+// penalties and seeds see the request's tokens as a one-token-per-step run would.
+void ModelRunner::sample_rows(const ModelInputs& in, size_t vocab) {
+  for (int row = 0; row < in.num_reqs; ++row) {
+    std::vector<SampledToken>& sampled = sampled_by_row_[static_cast<size_t>(row)];
+    sampled.clear();
+    // A partial prefill's sample would be discarded: skip it.
+    if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) continue;
+    CachedRequestState& s = *batch_.state(row);
+    for (int i = in.logits_start_loc[static_cast<size_t>(row)];
+         i < in.logits_start_loc[static_cast<size_t>(row) + 1]; ++i) {
+      const auto tokens = std::span<const int32_t>(s.token_ids);
+      const SamplingContext ctx{
+          &s.sampling_params, tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
+          tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)), s.eos_token_id, s.seed};
+      sampled.push_back(
+          sampler_.sample(std::span(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx));
+      batch_.append_token(row, sampled.back().token_id);
+      s.token_ids.push_back(sampled.back().token_id);
+    }
   }
 }
 

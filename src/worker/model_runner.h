@@ -12,9 +12,9 @@
 
 #include "core/config.h"
 #include "core/scheduler_output.h"
+#include "model/forward_inputs.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
-#include "worker/attention_metadata.h"
 #include "worker/input_batch.h"
 
 namespace pagedllm {
@@ -22,7 +22,7 @@ namespace pagedllm {
 struct RunnerOptions {
   // Build ModelInputs::attn_mask (for kernels that want an explicit mask).
   bool build_attention_mask = false;
-  // Reorder rows so that decodes come first (see attention_metadata.h).
+  // Reorder rows so that decodes come first (see model/forward_inputs.h).
   bool reorder_decodes_first = true;
   // Ascending token counts to pad num_input_tokens up to (graph-capture style); empty: none.
   std::vector<int> padding_buckets;
@@ -38,7 +38,7 @@ class ModelRunner {
   // Computes every input and metadata array. Call only after update_states() for this step.
   const ModelInputs& prepare_inputs();
   // update_states + prepare_inputs + forward + sampling. result.sampled_token_ids[k]
-  // belongs to out.num_scheduled_tokens[k]; kNoToken for partial prefills.
+  // belongs to out.num_scheduled_tokens[k]; empty for partial prefills.
   void execute_model(const SchedulerOutput& out, Model& model, ModelRunnerOutput& result);
 
   const InputBatch& input_batch() const { return batch_; }
@@ -61,6 +61,7 @@ class ModelRunner {
   void compute_attention_state();
   void compute_attention_mask();
   int padded_token_count(int n) const;
+  void sample_rows(const ModelInputs& in, size_t vocab);
 
   EngineConfig config_;
   RunnerOptions options_;
@@ -78,7 +79,7 @@ class ModelRunner {
   // CachedRequestState of out.num_scheduled_tokens[k] (null for a request new this step).
   std::vector<CachedRequestState*> scheduled_states_;
   std::vector<float> logits_;
-  std::vector<SampledToken> sampled_by_row_;
+  std::vector<std::vector<SampledToken>> sampled_by_row_;
   Sampler sampler_;
 };
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli_runner.h"
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "loader/load_model.h"
 #include "test_paths.h"
 

@@ -41,11 +41,12 @@ class SchedulerDriver {
 
   const SchedulerOutput& step() {
     scheduler.schedule(out);
-    runner_out.sampled_token_ids.clear();
-    for (const auto& s : out.num_scheduled_tokens) {
-      const Request* r = scheduler.find_request(s.req_id);
+    runner_out.resize(out.num_scheduled_tokens.size());
+    for (size_t k = 0; k < out.num_scheduled_tokens.size(); ++k) {
+      const Request* r = scheduler.find_request(out.num_scheduled_tokens[k].req_id);
       const int last_pos = r->num_computed_tokens - 1;
-      runner_out.sampled_token_ids.push_back(StandInModel::next_token(last_pos, 512));
+      runner_out.req_ids[k] = r->id();
+      runner_out.sampled_token_ids[k].push_back(StandInModel::next_token(last_pos, 512));
     }
     outputs.clear();
     scheduler.update_from_output(out, runner_out, outputs);

@@ -1,4 +1,6 @@
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/rope.h"
+#include "model/rope.h"
 
 #include "kernels/cpu/cpu_features.h"
 
@@ -121,7 +123,7 @@ TEST(Rope, RotatesEachPairByItsPositionTimesItsFrequency) {
   ModelConfig config;
   config.head_dim = D;
   config.rope_theta = 10000.0f;
-  const auto inv_freq = cpu::rope_inverse_frequencies(config);
+  const auto inv_freq = rope_inverse_frequencies(config);
   ASSERT_EQ(inv_freq.size(), static_cast<size_t>(D / 2));
   EXPECT_FLOAT_EQ(inv_freq[1], static_cast<float>(std::pow(10000.0, -2.0 / D)));
   std::vector<int32_t> positions(tokens);
@@ -158,7 +160,7 @@ TEST(Rope, EveryIsaPathIsBitIdenticalToThePortableLoop) {
     ModelConfig config;
     config.head_dim = D;
     config.rope_theta = 500000.0f;
-    const auto inv_freq = cpu::rope_inverse_frequencies(config);
+    const auto inv_freq = rope_inverse_frequencies(config);
     const std::vector<int32_t> positions = {0, 1, 77, 4095, 131071};
     cpu::RopeAngles angles;
     cpu::rope_angles(positions, inv_freq, angles);

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/block_quant.h"
+#include "format/block_quant.h"
+#include "format/dequant.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/dequant.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/gemm_onednn.h"
 #include "kernels/random_data.h"

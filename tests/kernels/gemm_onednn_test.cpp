@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/random_data.h"
 

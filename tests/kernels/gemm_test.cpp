@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "format/block_quant.h"
+#include "format/dequant.h"
 #include "kernels/cpu/bf16_activations.h"
-#include "kernels/cpu/block_quant.h"
-#include "kernels/cpu/dequant.h"
 
 namespace pagedllm::cpu {
 namespace {

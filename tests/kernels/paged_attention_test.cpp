@@ -1,7 +1,7 @@
 #include "kernels/cpu/paged_attention.h"
 
+#include "format/dequant.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/dequant.h"
 
 #include <gtest/gtest.h>
 
@@ -117,10 +117,10 @@ void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType
   }
   const auto stored = [&](const void* base, size_t index) {
     if (dtype == DType::kF32) return static_cast<const float*>(base)[index];
-    return cpu::bf16_to_f32(static_cast<const uint16_t*>(base)[index]);
+    return bf16_to_f32(static_cast<const uint16_t*>(base)[index]);
   };
   const auto expected = [&](float x) {
-    return dtype == DType::kF32 ? x : cpu::bf16_to_f32(cpu::f32_to_bf16(x));
+    return dtype == DType::kF32 ? x : bf16_to_f32(f32_to_bf16(x));
   };
   size_t written = 0;
   for (int t = 0; t < tokens; ++t) {
@@ -367,9 +367,9 @@ TEST(PagedAttention, Bf16CacheStoresF32ToBf16OfEveryValueOnEveryIsaPath) {
       for (int h = 0; h < heads; ++h) {
         for (int d = 0; d < D; ++d) {
           const size_t i = t * width + static_cast<size_t>(h * D + d);
-          ASSERT_EQ(keys[layer.key_index(b, h, d, offset)], cpu::f32_to_bf16(k[i]))
+          ASSERT_EQ(keys[layer.key_index(b, h, d, offset)], f32_to_bf16(k[i]))
               << cpu::to_string(isa) << " token " << t << " head " << h << " d " << d;
-          ASSERT_EQ(values[layer.value_index(b, h, d, offset)], cpu::f32_to_bf16(v[i]))
+          ASSERT_EQ(values[layer.value_index(b, h, d, offset)], f32_to_bf16(v[i]))
               << cpu::to_string(isa) << " token " << t << " head " << h << " d " << d;
         }
       }

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 
 namespace pagedllm {
 namespace {

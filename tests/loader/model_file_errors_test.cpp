@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "loader/gguf_loader.h"
 #include "loader/llama2c_loader.h"
 #include "loader/load_model.h"

@@ -57,6 +57,10 @@ class LogitsRecorder : public Model {
  public:
   explicit LogitsRecorder(Model& inner) : inner_(inner) {}
   int vocab_size() const override { return inner_.vocab_size(); }
+  KVCacheSpec kv_cache_spec(int num_blocks, int block_size, DType dtype) const override {
+    return inner_.kv_cache_spec(num_blocks, block_size, dtype);
+  }
+  void bind_kv_cache(PagedKVCache& cache) override { inner_.bind_kv_cache(cache); }
   void forward(const ModelInputs& in, std::span<float> logits) override {
     inner_.forward(in, logits);
     last.assign(logits.begin(), logits.begin() + vocab_size());

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "test_paths.h"
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/load_tokenizer.h"

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/incremental_detokenizer.h"
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 #include "test_paths.h"
 #include "tokenizer/load_tokenizer.h"
 

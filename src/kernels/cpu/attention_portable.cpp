@@ -3,8 +3,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
-#include "kernels/cpu/dequant.h"
 
 namespace pagedllm::cpu::attention {
 

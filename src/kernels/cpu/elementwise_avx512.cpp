@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/exp_nonpositive.h"
+#include "kernels/cpu/rope.h"
 
 namespace pagedllm::cpu {
 

@@ -6,7 +6,7 @@
 
 #include <omp.h>
 
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
 #include "kernels/cpu/gemm_onednn.h"
 
 namespace pagedllm::cpu {

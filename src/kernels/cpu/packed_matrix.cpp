@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "format/block_quant.h"
+#include "format/dequant.h"
 #include "kernels/cpu/bf16_activations.h"
-#include "kernels/cpu/block_quant.h"
-#include "kernels/cpu/dequant.h"
 #include "util/huge_pages.h"
 
 namespace pagedllm::cpu {
@@ -62,7 +62,7 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
     if (storage_ == PanelStorage::kInt8) {
       if (m->cols % block_elements(m->dtype) != 0)
         throw std::invalid_argument("quantized rows must hold whole blocks");
-      any_mins = any_mins || cpu::has_mins(m->dtype);
+      any_mins = any_mins || pagedllm::has_mins(m->dtype);
       code_offset_ = std::max(code_offset_, -min_code(m->dtype));
       quant_block = std::min(quant_block, sub_block_elements(m->dtype));
       super_block = std::min(super_block, static_cast<int>(block_elements(m->dtype)));

@@ -26,7 +26,7 @@
 #include <memory>
 #include <vector>
 
-#include "loader/tensor.h"
+#include "format/tensor.h"
 #include "util/huge_pages.h"
 
 namespace pagedllm::cpu {

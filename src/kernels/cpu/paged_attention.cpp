@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/cpu_features.h"
-#include "kernels/cpu/dequant.h"
 #include "kernels/cpu/kv_store.h"
 
 namespace pagedllm::cpu {

@@ -1,4 +1,4 @@
-#include "loader/tensor.h"
+#include "format/tensor.h"
 
 namespace pagedllm {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "loader/mapped_file.h"
-#include "loader/tensor.h"
+#include "format/mapped_file.h"
+#include "format/tensor.h"
 
 namespace pagedllm {
 

@@ -1,4 +1,4 @@
-#include "loader/gguf_file.h"
+#include "format/gguf_file.h"
 
 #include <cstring>
 #include <fstream>

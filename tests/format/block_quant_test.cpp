@@ -1,4 +1,4 @@
-#include "kernels/cpu/block_quant.h"
+#include "format/block_quant.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
 
 namespace pagedllm::cpu {
 namespace {

@@ -1,5 +1,7 @@
-// Everything one forward pass needs besides the weights: the token-level inputs and the
-// attention metadata, computed by ModelRunner::prepare_inputs().
+// The forward contract: everything one forward pass needs besides the weights and the KV cache,
+// the token-level inputs and the attention metadata. The worker's ModelRunner::prepare_inputs()
+// fills it and every Model reads it; it sits here, below both, so that the model never depends
+// on the worker (as nano-vllm's context sits below its runner and its models).
 //
 // Vocabulary (as in the design notes):
 //   token level   arrays over the scheduled tokens of this step (num_actual_tokens long, or
@@ -45,6 +47,13 @@ struct ModelInputs {
   std::vector<int32_t> seq_lens;
   std::vector<int32_t> seq_start_loc;        // +1
   std::vector<int32_t> num_computed_tokens;  // context_lens: computed before this step
+
+  // Logits rows: request r owns rows [logits_start_loc[r], logits_start_loc[r + 1]) (+1), and
+  // row i is the logits of token logits_indices[i] (capacity: the token capacity). One row per
+  // request (its last token) in ordinary steps; several where a step verifies draft tokens.
+  // Rows rise with their tokens, so a request's rows follow its scheduled order.
+  int num_logits = 0;
+  std::vector<int32_t> logits_start_loc;
   std::vector<int32_t> logits_indices;
 
   // Token level (capacity max_num_batched_tokens, or the largest bucket).
@@ -57,6 +66,20 @@ struct ModelInputs {
   std::vector<int32_t> block_numbers;
   std::vector<int32_t> block_offsets;
   std::vector<int64_t> slot_mapping;
+
+  // Rotary positions for M-RoPE models (Qwen2-VL): [3, capacity] row-major, rows temporal,
+  // height and width, filled for the actual tokens. Empty for every other model, whose rotary
+  // position is `positions`; `positions` always stays the sequence position that the slot
+  // mapping and the causal masks use.
+  std::vector<int32_t> mrope_positions;
+  int mrope_stride = 0;  // elements between the rows of mrope_positions
+
+  // Rows of the step's input embeddings to overwrite, as vLLM's get_input_embeddings with
+  // multimodal embeddings: token row embed_rows[i] (an index into this step's tokens) takes
+  // embed_values[i * hidden_size, (i + 1) * hidden_size) in place of its token's embedding
+  // (the input id there is then only a placeholder). Empty: every row is a token embedding.
+  std::span<const int32_t> embed_rows;
+  std::span<const float> embed_values;
 
   // Optional additive mask (0 visible, -inf hidden), row-major [attn_mask_rows, attn_mask_cols].
   // PrefillNoCache: one causal [max_query_len, max_query_len] matrix shared by all requests.
@@ -84,6 +107,14 @@ struct ModelInputs {
     return head(query_start_loc, num_reqs + 1);
   }
   std::span<const int32_t> seq_lens_view() const { return head(seq_lens, num_reqs); }
+  std::span<const int32_t> logits_indices_view() const { return head(logits_indices, num_logits); }
+  std::span<const int32_t> logits_start_loc_view() const {
+    return head(logits_start_loc, num_reqs + 1);
+  }
+  int num_logits_of(int req) const {
+    return logits_start_loc[static_cast<size_t>(req) + 1] -
+           logits_start_loc[static_cast<size_t>(req)];
+  }
 };
 
 }  // namespace pagedllm

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "loader/gguf_file.h"
-#include "loader/tensor.h"
+#include "format/gguf_file.h"
+#include "format/tensor.h"
 
 namespace pagedllm {
 

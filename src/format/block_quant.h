@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "loader/tensor.h"
+#include "format/tensor.h"
 
-namespace pagedllm::cpu {
+namespace pagedllm {
 
 // Elements per sub-block: 32, or 16 for Q6_K.
 int sub_block_elements(DType dtype);
@@ -40,4 +40,4 @@ void unpack_blocks(DType dtype, const uint8_t* src, int64_t n, int8_t* codes, fl
 // llama.cpp's iterative search, which only matters for real weights).
 void quantize_blocks(DType dtype, const float* src, uint8_t* dst, int64_t n);
 
-}  // namespace pagedllm::cpu
+}  // namespace pagedllm

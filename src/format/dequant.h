@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "loader/tensor.h"
+#include "format/tensor.h"
 
-namespace pagedllm::cpu {
+namespace pagedllm {
 
 inline float bf16_to_f32(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
@@ -58,4 +58,4 @@ void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n);
 // rounding for Q8_0 and Q4_0).
 void quantize_row(DType dtype, const float* src, uint8_t* dst, int64_t n);
 
-}  // namespace pagedllm::cpu
+}  // namespace pagedllm

@@ -1,4 +1,4 @@
-#include "loader/mapped_file.h"
+#include "format/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

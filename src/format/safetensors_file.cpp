@@ -1,4 +1,4 @@
-#include "loader/safetensors_file.h"
+#include "format/safetensors_file.h"
 
 #include <cstring>
 

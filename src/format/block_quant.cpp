@@ -1,13 +1,13 @@
-#include "kernels/cpu/block_quant.h"
+#include "format/block_quant.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
 
-namespace pagedllm::cpu {
+namespace pagedllm {
 
 namespace {
 
@@ -317,4 +317,4 @@ void quantize_blocks(DType dtype, const float* src, uint8_t* dst, int64_t n) {
   }
 }
 
-}  // namespace pagedllm::cpu
+}  // namespace pagedllm

@@ -1,11 +1,11 @@
-#include "kernels/cpu/dequant.h"
+#include "format/dequant.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/cpu/block_quant.h"
+#include "format/block_quant.h"
 
-namespace pagedllm::cpu {
+namespace pagedllm {
 
 uint16_t f32_to_f16(float f) {
   uint32_t bits;
@@ -91,4 +91,4 @@ void quantize_row(DType dtype, const float* src, uint8_t* dst, int64_t n) {
   }
 }
 
-}  // namespace pagedllm::cpu
+}  // namespace pagedllm

@@ -1,4 +1,4 @@
-#include "loader/tensor_writer.h"
+#include "format/tensor_writer.h"
 
 #include <cstring>
 #include <fstream>
@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/cpu/dequant.h"
-#include "loader/gguf_file.h"
+#include "format/dequant.h"
+#include "format/gguf_file.h"
 
 namespace pagedllm {
 
@@ -176,8 +176,8 @@ void put_tensor_data(Out& o, const TensorToWrite& t) {
   const int64_t cols = t.shape.back();
   const size_t rb = row_bytes(t.dtype, cols);
   for (int64_t r = 0; r < t.elements() / cols; ++r) {
-    cpu::quantize_row(t.dtype, values.data() + r * cols,
-                      encoded.data() + static_cast<size_t>(r) * rb, cols);
+    quantize_row(t.dtype, values.data() + r * cols, encoded.data() + static_cast<size_t>(r) * rb,
+                 cols);
   }
   o.put_bytes(encoded.data(), encoded.size());
 }

@@ -1,0 +1,67 @@
+#include "model/model_factory.h"
+
+#include <string_view>
+
+#include "format/mapped_file.h"
+#include "model/llama_model.h"
+
+namespace pagedllm {
+
+namespace {
+
+using Builder = std::unique_ptr<Model> (*)(std::shared_ptr<const ModelWeights>,
+                                           const ModelBuildOptions&);
+
+std::unique_ptr<Model> build_llama(std::shared_ptr<const ModelWeights> weights,
+                                   const ModelBuildOptions& options) {
+  return std::make_unique<LlamaModel>(std::move(weights), options.max_num_batched_tokens,
+                                      options.progress);
+}
+
+using KVSpecOf = KVCacheSpec (*)(const ModelConfig&, int num_blocks, int block_size, DType);
+
+struct Registration {
+  std::string_view architecture;
+  Builder build;
+  KVSpecOf kv_spec;
+};
+
+// Llama, Mistral and Qwen2/2.5/3 share one forward pass; their differences (QKV biases, Q/K
+// norms, RoPE layout) are in the weights.
+constexpr Registration kModels[] = {
+    {"llama", build_llama, LlamaModel::kv_cache_spec},
+    {"qwen2", build_llama, LlamaModel::kv_cache_spec},
+    {"qwen3", build_llama, LlamaModel::kv_cache_spec},
+};
+
+}  // namespace
+
+const Registration& registration_of(const ModelWeights& weights) {
+  const std::string& arch = weights.config.architecture;
+  for (const Registration& r : kModels) {
+    if (r.architecture == arch) return r;
+  }
+  std::string known;
+  for (const std::string& a : buildable_architectures()) known += (known.empty() ? "" : ", ") + a;
+  throw ModelLoadError(weights.source + ": no model implements architecture '" + arch + "' (" +
+                       known + ")");
+}
+
+std::unique_ptr<Model> create_model(std::shared_ptr<const ModelWeights> weights,
+                                    const ModelBuildOptions& options) {
+  const Registration& r = registration_of(*weights);
+  return r.build(std::move(weights), options);
+}
+
+KVCacheSpec model_kv_cache_spec(const ModelWeights& weights, int num_blocks, int block_size,
+                                DType dtype) {
+  return registration_of(weights).kv_spec(weights.config, num_blocks, block_size, dtype);
+}
+
+std::vector<std::string> buildable_architectures() {
+  std::vector<std::string> out;
+  for (const Registration& r : kModels) out.emplace_back(r.architecture);
+  return out;
+}
+
+}  // namespace pagedllm
