@@ -1,6 +1,9 @@
 // Encode throughput (MB/s, one thread) of the Llama 3 tokenizer.json vocabulary on English text
 // (Debian's /usr/share/doc copyright files) and on a multilingual mix. The vocabulary comes from
 // tests/node (`make test-deps`) or $PAGEDLLM_TOKENIZER.
+// The SentencePiece-style BPE (Llama 2's 32k vocabulary and stories260K's 512, from the shared
+// models) encodes one 1 MB text of both kinds, or the file $PAGEDLLM_BENCH_TEXT, in one call:
+// scripts/bench-tokenizer.sh times Google's SentencePiece on the same file.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -11,6 +14,7 @@
 #include <sstream>
 
 #include "tokenizer/hf_tokenizer_json.h"
+#include "tokenizer/sentencepiece_bpe.h"
 
 namespace {
 
@@ -86,6 +90,44 @@ void BM_EncodeMultilingual(benchmark::State& state) {
 
 BENCHMARK(BM_EncodeEnglish)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_EncodeMultilingual)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// 1 MB: half English, half the multilingual mix, or the bytes of $PAGEDLLM_BENCH_TEXT.
+const std::string& mixed_text() {
+  static const std::string text = [] {
+    if (const char* path = std::getenv("PAGEDLLM_BENCH_TEXT")) {
+      std::ifstream in(path, std::ios::binary);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      return ss.str();
+    }
+    return english_text(1 << 19) + multilingual_text(1 << 19);
+  }();
+  return text;
+}
+
+void sentencepiece_benchmark(benchmark::State& state, const char* tokenizer_bin, int vocab) {
+  const std::string path = std::string(PAGEDLLM_SHARED_DIR) + "/models/" + tokenizer_bin;
+  const pagedllm::SentencePieceBpeTokenizer tok(pagedllm::read_llama2c_tokenizer(path, vocab));
+  const std::string& text = mixed_text();
+  size_t tokens = 0;
+  for (auto _ : state) {
+    auto ids = tok.encode(text, false, false);
+    tokens = ids.size();
+    benchmark::DoNotOptimize(ids.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text.size()));
+  state.counters["tokens"] = static_cast<double>(tokens);
+}
+
+void BM_SentencePieceLlama2(benchmark::State& state) {
+  sentencepiece_benchmark(state, "llama2-tokenizer/tokenizer.bin", 32000);
+}
+void BM_SentencePieceStories260K(benchmark::State& state) {
+  sentencepiece_benchmark(state, "stories260K/tok512.bin", 512);
+}
+
+BENCHMARK(BM_SentencePieceLlama2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SentencePieceStories260K)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -1,7 +1,9 @@
 #include "tokenizer/sentencepiece_bpe.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <queue>
 
 #include "format/mapped_file.h"
 #include "tokenizer/byte_level.h"
@@ -28,6 +30,7 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceVocab vocab)
   for (size_t i = 0; i < vocab_.pieces.size(); ++i) {
     const auto id = static_cast<int32_t>(i);
     index_.emplace(vocab_.pieces[i], id);  // the first of duplicate pieces wins
+    max_piece_bytes_ = std::max(max_piece_bytes_, vocab_.pieces[i].size());
     const int b = byte_token_value(vocab_.pieces[i]);
     if (b >= 0 && byte_tokens_[b] < 0) byte_tokens_[b] = id;
   }
@@ -46,7 +49,7 @@ SentencePieceBpeTokenizer::SentencePieceBpeTokenizer(SentencePieceVocab vocab)
   specials_ = AddedTokenMatcher(std::move(specials));
 }
 
-int32_t SentencePieceBpeTokenizer::find(const std::string& piece) const {
+int32_t SentencePieceBpeTokenizer::find(std::string_view piece) const {
   auto it = index_.find(piece);
   return it == index_.end() ? -1 : it->second;
 }
@@ -78,48 +81,78 @@ void SentencePieceBpeTokenizer::encode_run(std::string_view text, std::vector<in
       normalized += c;
     }
   }
-  // One symbol per UTF-8 character, or per byte where the character is not in the vocabulary.
-  std::vector<std::string> symbols;
-  std::vector<int32_t> symbol_ids;
+  // One symbol per UTF-8 character, or per byte where the character is not in the vocabulary,
+  // in a linked list over the normalized text.
+  std::vector<Symbol> symbols;
   for (size_t i = 0; i < normalized.size();) {
     const size_t n = std::min(utf8_sequence_length(static_cast<unsigned char>(normalized[i])),
                               normalized.size() - i);
-    std::string ch = normalized.substr(i, n);
-    const int32_t id = find(ch);
+    const int32_t id = find(std::string_view(normalized).substr(i, n));
     if (id >= 0) {
-      symbols.push_back(ch);
-      symbol_ids.push_back(id);
+      symbols.push_back({i, n, id, 0, 0});
     } else {
-      for (char byte : ch) {
-        symbols.emplace_back(1, byte);
-        symbol_ids.push_back(byte_tokens_[static_cast<unsigned char>(byte)]);
+      for (size_t k = 0; k < n; ++k) {
+        symbols.push_back(
+            {i + k, 1, byte_tokens_[static_cast<unsigned char>(normalized[i + k])], 0, 0});
       }
     }
     i += n;
   }
-  // Merge the best-scoring adjacent pair (leftmost on ties) until no pair is in the vocabulary.
-  while (true) {
-    float best_score = 0.0f;
-    int32_t best_id = -1;
-    size_t best_at = 0;
-    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
-      const int32_t id = find(symbols[i] + symbols[i + 1]);
-      if (id < 0) continue;
-      const float score = vocab_.scores[static_cast<size_t>(id)];
-      if (best_id < 0 || score > best_score) {
-        best_score = score;
-        best_id = id;
-        best_at = i;
-      }
-    }
-    if (best_id < 0) break;
-    symbols[best_at] += symbols[best_at + 1];
-    symbol_ids[best_at] = best_id;
-    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best_at) + 1);
-    symbol_ids.erase(symbol_ids.begin() + static_cast<std::ptrdiff_t>(best_at) + 1);
-  }
-  for (int32_t id : symbol_ids) {
+  merge_best_pairs(normalized, symbols);
+  for (int s = 0; s >= 0 && !symbols.empty(); s = symbols[static_cast<size_t>(s)].next) {
+    const int32_t id = symbols[static_cast<size_t>(s)].id;
     ids.push_back(id < 0 ? 0 : id);  // a byte with no byte token becomes <unk> (id 0)
+  }
+}
+
+// Merges the best-scoring adjacent pair (leftmost on ties) until no pair is in the vocabulary,
+// as SentencePiece's BPE does: a max-heap of candidate merges over the linked list, so a text of
+// n symbols takes O(n log n) rather than a scan of every pair per merge. A candidate whose
+// symbols have changed since it was pushed is stale and skipped.
+void SentencePieceBpeTokenizer::merge_best_pairs(std::string_view text,
+                                                 std::vector<Symbol>& symbols) const {
+  const int count = static_cast<int>(symbols.size());
+  for (int i = 0; i < count; ++i) {
+    symbols[static_cast<size_t>(i)].prev = i - 1;
+    symbols[static_cast<size_t>(i)].next = i + 1 < count ? i + 1 : -1;
+  }
+  struct Candidate {
+    float score;
+    size_t start;  // the left symbol's offset in the text: smaller wins ties
+    int left, right;
+    size_t length;  // the merged piece's bytes, to recognise stale candidates
+    int32_t id;
+    bool operator<(const Candidate& o) const {
+      return score < o.score || (score == o.score && start > o.start);
+    }
+  };
+  std::priority_queue<Candidate> queue;
+  auto consider = [&](int left) {
+    if (left < 0) return;
+    const Symbol& l = symbols[static_cast<size_t>(left)];
+    if (l.next < 0) return;
+    const Symbol& r = symbols[static_cast<size_t>(l.next)];
+    if (l.length + r.length > max_piece_bytes_) return;
+    const int32_t id = find(text.substr(l.start, l.length + r.length));
+    if (id < 0) return;
+    queue.push(
+        {vocab_.scores[static_cast<size_t>(id)], l.start, left, l.next, l.length + r.length, id});
+  };
+  for (int i = 0; i + 1 < count; ++i) consider(i);
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    Symbol& l = symbols[static_cast<size_t>(c.left)];
+    if (l.length == 0 || l.next != c.right) continue;  // merged away, or a new right neighbour
+    Symbol& r = symbols[static_cast<size_t>(c.right)];
+    if (l.length + r.length != c.length) continue;  // either side grew since
+    l.length += r.length;
+    l.id = c.id;
+    r.length = 0;
+    l.next = r.next;
+    if (r.next >= 0) symbols[static_cast<size_t>(r.next)].prev = c.left;
+    consider(l.prev);
+    consider(c.left);
   }
 }
 

@@ -4,7 +4,9 @@
 // tokens), then the adjacent pair whose merge has the best score is merged until none is left.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,11 +41,26 @@ class SentencePieceBpeTokenizer : public Tokenizer {
   std::string chat_template() const override { return vocab_.chat_template; }
 
  private:
-  int32_t find(const std::string& piece) const;
+  // A piece of the text being merged: bytes [start, start + length), 0 once merged into its
+  // left neighbour; prev/next link the live symbols (-1 at the ends).
+  struct Symbol {
+    size_t start, length;
+    int32_t id;
+    int prev, next;
+  };
+  // Lets the index be searched with a string_view, without building a string per lookup.
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  int32_t find(std::string_view piece) const;
   void encode_run(std::string_view text, std::vector<int32_t>& ids) const;
+  void merge_best_pairs(std::string_view text, std::vector<Symbol>& symbols) const;
 
   SentencePieceVocab vocab_;
-  std::unordered_map<std::string, int32_t> index_;
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> index_;
+  size_t max_piece_bytes_ = 0;
   int32_t byte_tokens_[256];
   AddedTokenMatcher specials_;
 };

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -68,6 +71,71 @@ TEST(SentencePieceBpe, UnknownCharactersFallBackToByteTokens) {
   EXPECT_EQ(ids[2], 6 + 0xA9);  // <0xA9>
   EXPECT_EQ(tok.decode(ids), "a\xC3\xA9");
   EXPECT_EQ(tok.decode({1, 5, 2}, /*skip_special=*/false), "<s>a</s>");
+}
+
+// The merge loop as it was first written: scan every adjacent pair, merge the best (leftmost on
+// ties), repeat. Quadratic, but plainly right: the reference for the heap-based merge.
+Ids quadratic_merges(const SentencePieceVocab& v, const std::string& text) {
+  std::map<std::string, int32_t> index;
+  for (size_t i = 0; i < v.pieces.size(); ++i) index.emplace(v.pieces[i], static_cast<int32_t>(i));
+  std::vector<std::string> symbols;
+  std::string normalized = v.space_marker;
+  for (char c : text) normalized += c == ' ' ? v.space_marker : std::string(1, c);
+  for (char c : normalized) symbols.emplace_back(1, c);  // the test alphabet is ASCII
+  while (true) {
+    float best_score = 0.0f;
+    int best_at = -1;
+    for (size_t i = 0; i + 1 < symbols.size(); ++i) {
+      auto it = index.find(symbols[i] + symbols[i + 1]);
+      if (it == index.end()) continue;
+      const float score = v.scores[static_cast<size_t>(it->second)];
+      if (best_at < 0 || score > best_score) {
+        best_score = score;
+        best_at = static_cast<int>(i);
+      }
+    }
+    if (best_at < 0) break;
+    symbols[static_cast<size_t>(best_at)] += symbols[static_cast<size_t>(best_at) + 1];
+    symbols.erase(symbols.begin() + best_at + 1);
+  }
+  Ids ids;
+  for (const auto& s : symbols) ids.push_back(index.at(s));
+  return ids;
+}
+
+// Random vocabularies over a 4-letter alphabet (every letter a piece, longer pieces made by
+// joining two existing ones, so merges can reach them, with scores from a small set, so ties
+// are common) and random texts: the heap-based merge gives the reference's ids every time.
+TEST(SentencePieceBpe, HeapMergesMatchTheQuadraticReferenceOnRandomVocabularies) {
+  std::mt19937 rng(5);
+  const std::string letters = "ab c";
+  size_t merged_tokens = 0, characters = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    SentencePieceVocab v;
+    v.space_marker = "_";
+    v.pieces = {"<unk>", "<s>", "</s>", "_", "a", "b", "c"};
+    std::set<std::string> seen(v.pieces.begin(), v.pieces.end());
+    for (int i = 0; i < 40; ++i) {
+      const std::string piece =
+          v.pieces[3 + rng() % (v.pieces.size() - 3)] + v.pieces[3 + rng() % (v.pieces.size() - 3)];
+      if (piece.size() <= 8 && seen.insert(piece).second) v.pieces.push_back(piece);
+    }
+    for (size_t i = 0; i < v.pieces.size(); ++i) v.scores.push_back(-static_cast<float>(rng() % 6));
+    v.bos = 1;
+    v.eos = 2;
+    const SentencePieceBpeTokenizer tok(v);
+    for (int t = 0; t < 20; ++t) {
+      std::string text;
+      for (int n = 1 + static_cast<int>(rng() % 60); n > 0; --n) text += letters[rng() % 4];
+      const Ids want = quadratic_merges(v, text);
+      ASSERT_EQ(tok.encode(text, false, false), want)
+          << "trial " << trial << " text '" << text << "'";
+      merged_tokens += want.size();
+      characters += text.size() + 1;  // with the prefix marker
+    }
+  }
+  // The texts must merge: far fewer tokens than characters.
+  EXPECT_LT(static_cast<double>(merged_tokens), 0.85 * static_cast<double>(characters));
 }
 
 }  // namespace
