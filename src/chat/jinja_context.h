@@ -2,6 +2,8 @@
 // tests and Python methods expressions call (jinja_builtins.cpp).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -13,6 +15,11 @@ namespace pagedllm::jinja {
 // Bounds recursion through macros and recursive loops, so untrusted templates cannot exhaust
 // the stack.
 constexpr int kMaxCallDepth = 200;
+// Bounds the work and the output of one rendering, so that a template loop over a huge range
+// (or loops nested within each other) ends with an error instead of running for hours: every
+// statement and loop iteration is a step. Real chat templates take a few thousand.
+constexpr int64_t kMaxSteps = 2'000'000;
+constexpr size_t kMaxOutputBytes = 64u << 20;
 
 [[noreturn]] inline void fail_at(int line, const std::string& what) {
   throw TemplateError("line " + std::to_string(line) + ": " + what);
@@ -37,11 +44,19 @@ class Context {
     scopes_ = std::move(saved);
   }
 
+  // One statement or loop iteration more; throws TemplateError past kMaxSteps.
+  void step(int line) {
+    if (++steps_ > kMaxSteps) {
+      fail_at(line, "the template ran past its limit of " + std::to_string(kMaxSteps) + " steps");
+    }
+  }
+
   Flow flow = Flow::kNormal;
   int call_depth = 0;  // guards runaway recursion (recursive loops, macros)
 
  private:
   std::vector<std::unordered_map<std::string, Value>> scopes_;
+  int64_t steps_ = 0;
 };
 
 Value apply_filter(const std::string& name, const Value& value, const Arguments& args,

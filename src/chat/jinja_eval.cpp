@@ -229,6 +229,7 @@ Value Conditional::eval(Context& ctx) const {
 
 void render_body(const Body& body, Context& ctx, std::string& out) {
   for (const auto& stmt : body) {
+    ctx.step(stmt->line);
     stmt->render(ctx, out);
     if (ctx.flow != Context::Flow::kNormal) return;
   }
@@ -236,6 +237,9 @@ void render_body(const Body& body, Context& ctx, std::string& out) {
 
 void OutputStmt::render(Context& ctx, std::string& out) const {
   out += value->eval(ctx).str();
+  if (out.size() > kMaxOutputBytes) {
+    fail_at(line, "the output grew past " + std::to_string(kMaxOutputBytes >> 20) + " MiB");
+  }
 }
 
 void IfStmt::render(Context& ctx, std::string& out) const {

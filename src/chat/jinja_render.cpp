@@ -59,6 +59,7 @@ void ForStmt::run(Context& ctx, const Value& source, int depth, std::string& out
   ctx.push_scope();
   Array items;
   for (const Value& item : source.iterate()) {
+    ctx.step(line);
     if (filter) {
       bind_targets(ctx, targets, item, line);
       if (!filter->eval(ctx).truthy()) continue;
@@ -71,6 +72,7 @@ void ForStmt::run(Context& ctx, const Value& source, int depth, std::string& out
     return;
   }
   for (size_t i = 0; i < items.size(); ++i) {
+    ctx.step(line);
     bind_targets(ctx, targets, items[i], line);
     auto loop = loop_object(items, i, depth);
     if (recursive) {

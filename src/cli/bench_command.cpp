@@ -118,6 +118,7 @@ int run_latency(LatencyOptions& o) {
     }
     bar.update(static_cast<size_t>(r + 1), static_cast<size_t>(o.reps));
   }
+  bar.finish();  // the results start on a line of their own
   const MeanStd p = mean_std(pp), t = mean_std(tg);
   if (o.json) {
     ordered_json j;
@@ -138,10 +139,20 @@ int run_latency(LatencyOptions& o) {
     }
     std::cout << j.dump() << "\n";
   } else {
-    std::printf("| test   |            t/s |\n|--------|----------------|\n");
-    if (o.prompt_len > 0)
-      std::printf("| pp%-4d | %8.2f ± %-5.2f|\n", o.prompt_len, p.mean, p.stddev);
-    if (o.gen_len > 0) std::printf("| tg%-4d | %8.2f ± %-5.2f|\n", o.gen_len, t.mean, t.stddev);
+    // Padded by display columns: "±" is two bytes but one column.
+    auto row = [](const std::string& test, const std::string& value) {
+      const size_t columns = value.size() - (value.find("±") == std::string::npos ? 0 : 1);
+      std::printf("| %-8s | %*s%s |\n", test.c_str(),
+                  static_cast<int>(20 - std::min<size_t>(columns, 20)), "", value.c_str());
+    };
+    auto mean_sd = [](const MeanStd& s) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2f ± %.2f", s.mean, s.stddev);
+      return std::string(buf);
+    };
+    std::printf("| test     |                  t/s |\n|----------|----------------------|\n");
+    if (o.prompt_len > 0) row("pp" + std::to_string(o.prompt_len), mean_sd(p));
+    if (o.gen_len > 0) row("tg" + std::to_string(o.gen_len), mean_sd(t));
     if (probe && o.gen_len > 0) {
       std::printf(
           "tg reads %.3f GB of weights per token: %.1f GB/s, %.0f %% of the %.1f GB/s "
@@ -170,15 +181,16 @@ int run_throughput(ThroughputOptions& o) {
   for (const auto& p : prompts) engine.add_request(p, fixed_length(o.output_len));
   ProgressBar bar("bench throughput");
   const auto t0 = Clock::now();
-  size_t done = 0;
   int64_t out_tokens = 0;
   while (engine.has_unfinished_requests()) {
     for (const auto& out : engine.step()) {
       out_tokens += static_cast<int64_t>(out.new_token_ids.size());
-      if (out.finished) bar.update(++done, prompts.size());
+      bar.update(static_cast<size_t>(out_tokens),
+                 prompts.size() * static_cast<size_t>(o.output_len));
     }
   }
   const double secs = seconds_since(t0);
+  bar.finish();
   const double in_tokens = static_cast<double>(o.num_prompts) * o.input_len;
   const double req_s = o.num_prompts / secs;
   const double out_s = static_cast<double>(out_tokens) / secs;
@@ -210,7 +222,8 @@ int run_throughput(ThroughputOptions& o) {
 void add_bench_command(CLI::App& app, int& exit_code) {
   CLI::App* bench = app.add_subcommand(
       "bench",
-      "Benchmarks: latency (pp/tg as llama-bench) and throughput (as vllm bench throughput)");
+      "Benchmarks: latency (pp/tg as llama-bench), throughput (as vllm bench throughput) and "
+      "serve (a running server under load, as vllm bench serve)");
   bench->require_subcommand(1);
 
   LatencyOptions latency_defaults;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -37,7 +38,7 @@ struct BenchServeOptions {
   int random_input_len = 1024;
   int random_output_len = 128;
   double random_range_ratio = 0.0;
-  int random_vocab_size = 32000;
+  int random_vocab_size = 0;  // 0: the server's, found through /detokenize
   bool ignore_eos = false;
   uint64_t seed = 0;
   std::vector<std::string> goodput;
@@ -169,7 +170,15 @@ RequestResult send_request(const BenchServeOptions& o, const BenchRequest& req) 
   if (!sent) {
     r.error = httplib::to_string(error);
   } else if (res.status != 200) {
-    r.error = "HTTP " + std::to_string(res.status) + " " + res.body.substr(0, 200);
+    // The server's own words when it sent an OpenAI-style error, else the start of the body
+    // (which the stream reader received: it has no SSE events in it).
+    const std::string& text = res.body.empty() ? buffer : res.body;
+    const json body = json::parse(text, nullptr, false);
+    const bool openai_error = body.is_object() && body.contains("error") &&
+                              body["error"].is_object() && body["error"].contains("message") &&
+                              body["error"]["message"].is_string();
+    r.error = "HTTP " + std::to_string(res.status) + ": " +
+              (openai_error ? body["error"]["message"].get<std::string>() : text.substr(0, 200));
   }
   if (r.prompt_tokens == 0) r.prompt_tokens = req.input_len;
   r.success = r.error.empty() && !first;
@@ -187,6 +196,29 @@ std::map<std::string, double> parse_goodput(const std::vector<std::string>& spec
     slo[name] = std::stod(s.substr(colon + 1)) / 1000.0;
   }
   return slo;
+}
+
+// The vocabulary size of the server's model: the first id /detokenize refuses, found by
+// bisection (vLLM and pagedllm both answer 400 for an id outside the vocabulary).
+int discover_vocab_size(const BenchServeOptions& o) {
+  httplib::Client client(o.base_url);
+  httplib::Headers headers;
+  if (!o.api_key.empty()) headers.emplace("Authorization", "Bearer " + o.api_key);
+  auto accepted = [&](int id) {
+    const json body = {{"model", o.model}, {"tokens", {id}}};
+    auto res = client.Post("/detokenize", headers, body.dump(), "application/json");
+    if (!res) throw std::runtime_error("cannot reach " + o.base_url + "/detokenize");
+    return res->status == 200;
+  };
+  if (!accepted(0)) {
+    throw std::runtime_error(o.base_url + "/detokenize does not answer; give --random-vocab-size");
+  }
+  int lo = 0, hi = 1 << 24;  // lo is accepted, hi is not (no vocabulary is that large)
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (accepted(mid) ? lo : hi) = mid;
+  }
+  return hi;
 }
 
 std::string discover_model(const BenchServeOptions& o) {
@@ -254,10 +286,10 @@ json report(const BenchServeOptions& o, const std::vector<RequestResult>& result
   int completed = 0, good = 0;
   int64_t input_tokens = 0, output_tokens = 0;
   std::vector<double> ttft, tpot, itl, e2el;
-  std::vector<std::string> errors;
+  std::map<std::string, int> failures;  // by reason
   for (const RequestResult& r : results) {
     if (!r.success) {
-      if (errors.size() < 5) errors.push_back(r.error);
+      ++failures[r.error.empty() ? "no content in the response" : r.error];
       continue;
     }
     ++completed;
@@ -293,7 +325,7 @@ json report(const BenchServeOptions& o, const std::vector<RequestResult>& result
             {"tpot_ms", summary_json(summarize(tpot))},
             {"itl_ms", summary_json(summarize(itl))},
             {"e2el_ms", summary_json(summarize(e2el))},
-            {"errors", errors}};
+            {"failures_by_reason", failures}};
   return j;
 }
 
@@ -336,12 +368,18 @@ void print_report(const json& j) {
     }
   }
   std::printf("==================================================\n");
-  for (const auto& e : j["errors"]) std::printf("error: %s\n", e.get<std::string>().c_str());
+  for (const auto& [reason, count] : j["failures_by_reason"].items()) {
+    std::printf("failed %d: %s\n", count.get<int>(), reason.c_str());
+  }
 }
 
 int run_bench_serve(BenchServeOptions& o) {
   parse_goodput(o.goodput);  // bad specs fail before any request
   if (o.model.empty()) o.model = discover_model(o);
+  if (o.dataset_path.empty() && o.random_vocab_size == 0) {
+    o.random_vocab_size = discover_vocab_size(o);
+    std::cerr << "bench serve: the server's vocabulary has " << o.random_vocab_size << " tokens\n";
+  }
   const auto requests = o.dataset_path.empty() ? random_requests(o) : file_requests(o);
   std::cerr << "bench serve: " << requests.size() << " requests to " << o.base_url << o.endpoint
             << " (model " << o.model << ", rate "
@@ -400,8 +438,8 @@ void add_bench_serve_subcommand(CLI::App* bench, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   s->add_option("--random-vocab-size", o->random_vocab_size,
-                "Random prompt token ids are drawn below this (the model's vocabulary size)")
-      ->capture_default_str()
+                "Random prompt token ids are drawn below this; default: the server's vocabulary "
+                "size, found through /detokenize")
       ->check(CLI::Range(11, 1 << 30));
   s->add_flag("--ignore-eos", o->ignore_eos, "Ask for exactly max_tokens per request");
   s->add_option("--seed", o->seed, "Seed of prompts and arrival times")->capture_default_str();

@@ -12,7 +12,9 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--tokenizer", o.tokenizer,
                   "Tokenizer file for models without one (llama2.c tokenizer.bin)");
   cmd->add_option("--max-model-len", o.max_model_len,
-                  "Longest sequence (prompt + output) in tokens; default: the model's context");
+                  "Longest sequence (prompt + output) in tokens; 0 (the default): the model's "
+                  "own context length")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--block-size", o.block_size, "Tokens per KV-cache block")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));

@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; a bad flag or value exits 2, as command-line tools do.
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   } catch (const std::exception& e) {
     std::cerr << "pagedllm: error: " << e.what() << "\n";
     return 1;

@@ -4,6 +4,8 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,6 +13,7 @@
 
 #include "cli/engine_flags.h"
 #include "cli/subcommand.h"
+#include "loader/hf_cache.h"
 #include "server/async_engine.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -43,26 +46,55 @@ sigset_t shutdown_signals() {
   return set;
 }
 
+// Once shutdown has begun, the process ends within the grace period plus one second whatever
+// is still running (a thread stuck on a slow client, a long tokenization), and a second signal
+// ends it at once.
+void start_shutdown_watchdog(const sigset_t& signals, double grace_s) {
+  std::thread([signals, grace_s] {
+    const double limit_s = grace_s + 1.0;
+    timespec limit{
+        static_cast<time_t>(limit_s),
+        static_cast<long>((limit_s - static_cast<double>(static_cast<time_t>(limit_s))) * 1e9)};
+    siginfo_t info;
+    const int sig = sigtimedwait(&signals, &info, &limit);
+    if (sig > 0) {
+      log(LogLevel::kWarning, "server", "second signal: exiting now");
+      std::_Exit(128 + sig);
+    }
+    log(LogLevel::kWarning, "server",
+        "shutdown still unfinished after " + std::to_string(limit_s) + " s: exiting now");
+    std::_Exit(1);
+  }).detach();
+}
+
 int run_serve(ServeOptions& o) {
   set_log_level(parse_log_level(o.log_level));
   const sigset_t signals = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
 
-  o.engine.detokenize = false;  // the HTTP threads detokenize
-  o.engine.delta_outputs = true;
-  Engine engine(o.engine);
-  log_info("engine", engine.describe());
+  // Everything that can be checked without the model is checked before it loads: the model
+  // path, the chat template and the port.
+  if (!std::filesystem::exists(resolve_model_path(o.engine.model))) {
+    throw std::runtime_error(o.engine.model + ": no such file or directory");
+  }
+  if (!o.chat_template.empty()) server::OpenAIServing::load_chat_template_file(o.chat_template);
   const std::string name = o.served_model_name.empty()
                                ? std::filesystem::path(o.engine.model).filename().string()
                                : o.served_model_name;
   server::ServerMetrics metrics(name);
+  o.http.max_body_bytes = static_cast<size_t>(o.max_body_mib * (1 << 20));
+  server::HttpServer http(metrics, o.http);
+  const int port = http.bind();
+
+  o.engine.detokenize = false;  // the HTTP threads detokenize
+  o.engine.delta_outputs = true;
+  Engine engine(o.engine);
+  log_info("engine", engine.describe());
   server::AsyncEngine async_engine(engine, metrics,
                                    {o.max_waiting_requests, o.log_stats_interval_s});
   server::OpenAIServing serving(engine, async_engine, {name, o.engine.model, o.chat_template});
-  o.http.max_body_bytes = static_cast<size_t>(o.max_body_mib * (1 << 20));
-  server::HttpServer http(serving, metrics, o.http);
-  const int port = http.bind();
+  http.attach(serving);
   log_info("server",
            std::string("chat template: ") +
                (serving.has_chat_template() ? "yes" : "none (chat completions answer 400)"));
@@ -92,11 +124,12 @@ int run_serve(ServeOptions& o) {
   log_info("server", std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
                          ": no new requests; finishing " +
                          std::to_string(async_engine.num_in_flight()) + " in flight");
+  start_shutdown_watchdog(signals, o.shutdown_timeout_s);
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000));
   async_engine.shutdown(grace);
   // Every stream has its final event queued by now; let the HTTP threads write it (and
   // [DONE]) before the listener stops, which ends open streams mid-way.
-  if (!http.wait_for_streams(std::chrono::seconds(5))) {
+  if (!http.wait_for_streams(std::chrono::seconds(1))) {
     log(LogLevel::kWarning, "server", "some streams were still being written at shutdown");
   }
   http.stop();

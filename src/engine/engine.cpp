@@ -316,10 +316,19 @@ std::string Engine::describe() const {
      << " threads=" << impl_->threads << " kv_blocks=" << c.cache.num_blocks - 1 << "x"
      << c.cache.block_size << " tokens (" << std::fixed;
   os.precision(1);
-  os << static_cast<double>(impl_->kv_cache->spec().bytes_per_block() * c.cache.num_blocks) /
-            (1 << 20)
-     << " MiB " << (impl_->kv_dtype == DType::kBF16 ? "bf16" : "f32")
-     << ") max_model_len=" << c.scheduler.max_model_len
+  const auto mib = [&](int64_t blocks) {
+    return static_cast<double>(impl_->kv_cache->spec().bytes_per_block() * blocks) / (1 << 20);
+  };
+  os << mib(c.cache.num_blocks) << " MiB " << (impl_->kv_dtype == DType::kBF16 ? "bf16" : "f32");
+  // Why the pool has this size: what every sequence at full length needs, and the budget.
+  if (impl_->options.num_blocks > 0) {
+    os << ", --num-blocks";
+  } else {
+    os << "; max_num_seqs x max_model_len need "
+       << mib(int64_t{c.scheduler.max_num_seqs} * c.max_num_blocks_per_req() + 1) << " MiB, budget "
+       << impl_->options.kv_cache_memory_gib * 1024 << " MiB";
+  }
+  os << ") max_model_len=" << c.scheduler.max_model_len
      << " max_num_batched_tokens=" << c.scheduler.max_num_batched_tokens
      << " max_num_seqs=" << c.scheduler.max_num_seqs
      << " prefix_caching=" << (c.cache.enable_prefix_caching ? "on" : "off")

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
 #include "server/openai_response.h"
@@ -70,11 +71,34 @@ void serve_api(httplib::Response& res, std::atomic<int>& open_streams, Endpoint&
       });
 }
 
+// At most `limit` bytes of `text`, with control and non-ASCII bytes as '?': log lines carry
+// no raw client bytes.
+std::string printable(const std::string& text, size_t limit) {
+  std::string out = text.substr(0, limit);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) c = '?';
+  }
+  if (text.size() > limit) out += "...";
+  return out;
+}
+
+// The message of an OpenAI-style error body, or "" when the body is not one.
+std::string error_message(const std::string& body) {
+  const auto j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
+  const auto& m = j["error"].value("message", nlohmann::json());
+  return m.is_string() ? m.get<std::string>() : "";
+}
+
 }  // namespace
 
 HttpServer::HttpServer(OpenAIServing& serving, ServerMetrics& metrics, HttpOptions options)
-    : serving_(serving),
-      metrics_(metrics),
+    : HttpServer(metrics, std::move(options)) {
+  attach(serving);
+}
+
+HttpServer::HttpServer(ServerMetrics& metrics, HttpOptions options)
+    : metrics_(metrics),
       options_(std::move(options)),
       server_(std::make_unique<httplib::Server>()) {
   const int threads = options_.http_threads;
@@ -94,6 +118,16 @@ HttpServer::HttpServer(OpenAIServing& serving, ServerMetrics& metrics, HttpOptio
 }
 
 HttpServer::~HttpServer() = default;
+
+// Every refused request gets one info line: a number, the route, the client, the status and
+// the reason (never the prompt: the reason is cut short and made printable).
+void HttpServer::log_rejection(const httplib::Request& req, const httplib::Response& res) {
+  if (res.status < 400) return;
+  log_info("server", "rejected request #" + std::to_string(++rejected_) + ": " + req.method + " " +
+                         printable(req.path, 80) + " from " + req.remote_addr + ":" +
+                         std::to_string(req.remote_port) + " -> " + std::to_string(res.status) +
+                         " " + printable(error_message(res.body), 160));
+}
 
 std::string HttpServer::allowed_origin(const std::string& origin) const {
   if (origin.empty()) return {};
@@ -138,6 +172,9 @@ void HttpServer::register_routes() {
       send_error(res, res.status, "HTTP error " + std::to_string(res.status));
     }
   });
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    log_rejection(req, res);
+  });
   s.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   s.Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(to_body({{"version", PAGEDLLM_VERSION}}), "application/json");
@@ -146,19 +183,19 @@ void HttpServer::register_routes() {
     res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_.models(); });
+    serve_api(res, open_streams_, [&] { return serving_->models(); });
   });
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_.completions(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_->completions(req.body); });
   });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_.chat_completions(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_->chat_completions(req.body); });
   });
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_.tokenize(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_->tokenize(req.body); });
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_.detokenize(req.body); });
+    serve_api(res, open_streams_, [&] { return serving_->detokenize(req.body); });
   });
 }
 
@@ -179,7 +216,12 @@ int HttpServer::bind() {
   return port_;
 }
 
+void HttpServer::attach(OpenAIServing& serving) {
+  serving_ = &serving;
+}
+
 void HttpServer::serve() {
+  if (!serving_) throw std::logic_error("HttpServer::serve() before attach()");
   server_->listen_after_bind();
 }
 

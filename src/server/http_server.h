@@ -14,7 +14,9 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace pagedllm::server {
 
@@ -30,11 +32,17 @@ struct HttpOptions {
 class HttpServer {
  public:
   HttpServer(OpenAIServing& serving, ServerMetrics& metrics, HttpOptions options);
+  // Without the API behind it yet: bind() the port first (so that a port in use fails before
+  // a model loads), attach() the API once it exists, then serve(). Connections that arrive in
+  // between wait in the listen backlog.
+  HttpServer(ServerMetrics& metrics, HttpOptions options);
   ~HttpServer();
 
   // Binds the port (throws std::runtime_error when it cannot). Returns the port bound.
   int bind();
-  // Serves until stop(); returns when the listener has closed and connections are done.
+  void attach(OpenAIServing& serving);
+  // Serves until stop() (call after bind() and attach()); returns when the listener has closed
+  // and connections are done.
   void serve();
   // Waits until every streamed response has written its last event (each ends once the engine
   // has finished or aborted its requests), at most `timeout`; false if some are still open.
@@ -45,14 +53,16 @@ class HttpServer {
 
  private:
   void register_routes();
+  void log_rejection(const httplib::Request& req, const httplib::Response& res);
   std::string allowed_origin(const std::string& origin) const;
 
-  OpenAIServing& serving_;
+  OpenAIServing* serving_ = nullptr;
   ServerMetrics& metrics_;
   HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;
   std::atomic<int> listen_fd_{-1};
   std::atomic<int> open_streams_{0};
+  std::atomic<int64_t> rejected_{0};
   int port_ = 0;
 };
 

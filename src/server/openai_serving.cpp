@@ -32,6 +32,24 @@ void warn_ignored(const std::vector<std::string>& ignored) {
   log_warning("server", "The following fields were present in the request but ignored: " + names);
 }
 
+// A text whose length alone proves that its tokens cannot fit max_model_len is refused before
+// it is tokenized: no token stands for more than the tokenizer's bound of text bytes.
+void check_text_can_fit(const Tokenizer& tok, std::string_view text, const Engine& engine,
+                        bool chat) {
+  const size_t per_token = tok.max_text_bytes_per_token();
+  if (per_token == 0) return;
+  const auto at_least = static_cast<int64_t>((text.size() + per_token - 1) / per_token);
+  const int64_t limit = engine.max_model_len();
+  if (at_least < limit) return;
+  const char* what = chat ? "messages" : "prompt";
+  throw bad_request("This model's maximum context length is " + std::to_string(limit) +
+                        " tokens. However, your " + what + " is " + std::to_string(text.size()) +
+                        " bytes, at least " + std::to_string(at_least) + " tokens (no token " +
+                        "stands for more than " + std::to_string(per_token) +
+                        " bytes), so it was refused before tokenizing.",
+                    what);
+}
+
 // Checks ids against the vocabulary and fixes max_tokens within max_model_len.
 PreparedPrompt prepare(std::vector<int32_t> ids, std::string text, const GenerationRequest& r,
                        const Engine& engine, bool chat) {
@@ -241,21 +259,26 @@ OpenAIServing::OpenAIServing(const Engine& engine, AsyncEngine& async_engine,
       async_engine_(async_engine),
       options_(std::move(options)),
       created_(unix_time()) {
-  std::string source = engine.tokenizer().chat_template();
   if (!options_.chat_template_file.empty()) {
-    std::ifstream in(options_.chat_template_file, std::ios::binary);
-    if (!in)
-      throw std::runtime_error("cannot read chat template '" + options_.chat_template_file + "'");
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    source = ss.str();
-  }
-  if (!source.empty()) {
+    chat_template_ = load_chat_template_file(options_.chat_template_file);
+  } else if (const std::string source = engine.tokenizer().chat_template(); !source.empty()) {
     try {
       chat_template_ = std::make_unique<ChatTemplate>(source);
     } catch (const std::exception& e) {
       throw std::runtime_error("chat template: " + std::string(e.what()));
     }
+  }
+}
+
+std::unique_ptr<ChatTemplate> OpenAIServing::load_chat_template_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read chat template '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  try {
+    return std::make_unique<ChatTemplate>(ss.str());
+  } catch (const std::exception& e) {
+    throw std::runtime_error("chat template " + path + ": " + e.what());
   }
 }
 
@@ -272,6 +295,7 @@ ApiResponse OpenAIServing::completions(const std::string& body) {
   std::vector<PreparedPrompt> prompts;
   for (const Prompt& p : r.prompts) {
     if (const auto* text = std::get_if<std::string>(&p)) {
+      check_text_can_fit(tok, *text, engine_, false);
       prompts.push_back(prepare(tok.encode(*text, r.add_special_tokens), *text, r, engine_, false));
     } else {
       const auto& ids = std::get<std::vector<int32_t>>(p);
@@ -336,6 +360,7 @@ ApiResponse OpenAIServing::chat_completions(const std::string& body) {
   const std::string prompt = render_chat(r.messages, r.tools, r.template_kwargs,
                                          r.add_generation_prompt, r.continue_final_message);
   const Tokenizer& tok = engine_.tokenizer();
+  check_text_can_fit(tok, prompt, engine_, true);
   std::vector<PreparedPrompt> prompts;
   prompts.push_back(prepare(tok.encode(prompt, r.add_special_tokens), prompt, r, engine_, true));
   const std::string id = "chatcmpl-" + random_id();

@@ -51,6 +51,9 @@ class OpenAIServing {
 
   const std::string& model_name() const { return options_.served_model_name; }
   bool has_chat_template() const { return chat_template_ != nullptr; }
+  // Reads and compiles a template file; throws std::runtime_error naming the file and the
+  // problem. serve calls it before loading the model, so a bad template fails at once.
+  static std::unique_ptr<ChatTemplate> load_chat_template_file(const std::string& path);
 
  private:
   std::string render_chat(const nlohmann::ordered_json& messages,

@@ -39,6 +39,9 @@ class SentencePieceBpeTokenizer : public Tokenizer {
   std::optional<int32_t> bos_id() const override { return vocab_.bos; }
   std::optional<int32_t> eos_id() const override { return vocab_.eos; }
   std::string chat_template() const override { return vocab_.chat_template; }
+  // Spaces only grow into markers and unknown characters split into bytes, so a token covers
+  // at most its piece's bytes.
+  size_t max_text_bytes_per_token() const override { return std::max<size_t>(max_piece_bytes_, 1); }
 
  private:
   // A piece of the text being merged: bytes [start, start + length), 0 once merged into its

@@ -30,6 +30,11 @@ class Tokenizer {
   virtual std::optional<int32_t> bos_id() const = 0;
   virtual std::optional<int32_t> eos_id() const = 0;
   // The Jinja chat template the model ships, or "" when it has none.
+  // An upper bound on the bytes of input text that one token stands for, so that a text of n
+  // bytes needs at least ceil(n / bound) tokens (what lets a server refuse a prompt that cannot
+  // fit before tokenizing it); 0 when the tokenizer has none to give (a normalizer or
+  // pre-tokenizer that may delete text, stripping added tokens, fused unknown tokens).
+  virtual size_t max_text_bytes_per_token() const { return 0; }
   virtual std::string chat_template() const { return {}; }
 
   std::string decode(const std::vector<int32_t>& ids, bool skip_special = true,

@@ -12,7 +12,13 @@ ProgressBar::ProgressBar(std::string label)
       start_(std::chrono::steady_clock::now()) {}
 
 ProgressBar::~ProgressBar() {
+  finish();
+}
+
+void ProgressBar::finish() {
   if (drawn_) std::fputc('\n', stderr);
+  drawn_ = false;
+  enabled_ = false;
 }
 
 void ProgressBar::update(size_t done, size_t total) {

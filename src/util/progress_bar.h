@@ -12,6 +12,9 @@ class ProgressBar {
   explicit ProgressBar(std::string label);
   ~ProgressBar();
   void update(size_t done, size_t total);
+  // Ends the bar's line, so that what follows starts on a line of its own; later updates draw
+  // nothing.
+  void finish();
 
  private:
   std::string label_;

@@ -99,6 +99,9 @@ TEST(GenerateCli, Bf16KvCacheKeepsTheGreedyStoryOnTrack) {
               " --kv-cache-dtype bf16 --prompt-ids 1 --temperature 0 --max-tokens 20 --json");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("MiB bf16"), std::string::npos) << r.err;
+  // The log says why the pool has its size: the need at full length and the budget.
+  EXPECT_NE(r.err.find("max_num_seqs x max_model_len need "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" MiB, budget "), std::string::npos) << r.err;
   const auto ids = json_lines(r.out)[0]["token_ids"];
   for (int i = 0; i < 10; ++i) EXPECT_EQ(ids[i], e["greedy_ids"][i]) << i;
   EXPECT_NE(run_cli("generate --model x --kv-cache-dtype f8").code, 0);
@@ -130,6 +133,20 @@ TEST(GenerateCli, BadInputExitsNonZeroWithOneLine) {
   EXPECT_NE(r.err.find("exceeds max_model_len (64)"), std::string::npos) << r.err;
   const std::string last_line = r.err.substr(r.err.rfind("pagedllm: error"));
   EXPECT_EQ(std::count(last_line.begin(), last_line.end(), '\n'), 1);
+}
+
+// Flags that do not parse exit 2, as command-line tools do (CLI11's own codes are 100 and up),
+// with a line that names the flag; --help still exits 0.
+TEST(GenerateCli, ABadFlagOrValueExitsTwo) {
+  const std::string model = " --model " + test::model_path("stories260K/stories260K.gguf");
+  for (const std::string& args :
+       {"generate" + model + " --max-tokens ten", "generate" + model + " --max-model-len -5",
+        "generate" + model + " --no-such-flag", std::string("no-such-command")}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_FALSE(r.err.empty()) << args;
+  }
+  EXPECT_NE(run_cli("bench --help").out.find("serve"), std::string::npos);
 }
 
 TEST(GenerateCli, HelpExplainsEveryFlag) {

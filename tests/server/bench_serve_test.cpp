@@ -41,6 +41,37 @@ TEST(BenchServe, RandomWorkloadCompletesWithExactTokenCountsAndLatencyFigures) {
   EXPECT_EQ(metric(m, "pagedllm:prompt_tokens_total"), 60 * 48);
 }
 
+// Without --random-vocab-size the benchmark asks the server for its vocabulary; requests the
+// server refuses are counted by the server's own reason.
+TEST(BenchServe, FindsTheVocabularyAndCountsRefusalsByTheServersReason) {
+  ServerProcess s("--model " + stories_gguf() + " --threads 1 --max-model-len 256");
+  const std::string base = "bench serve --base-url http://127.0.0.1:" + std::to_string(s.port());
+  const std::string result = test::temp_path("bench_serve_vocab.json");
+  const CliResult ok = run_cli(base +
+                               " --num-prompts 8 --random-input-len 32 "
+                               "--random-output-len 8 --ignore-eos --save-result " +
+                               result);
+  ASSERT_EQ(ok.code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.err.find("vocabulary has 512 tokens"), std::string::npos) << ok.err;
+  EXPECT_EQ(read_json(result)["completed"], 8);
+
+  const CliResult refused = run_cli(base +
+                                    " --num-prompts 5 --random-input-len 300 "
+                                    "--random-output-len 8 --save-result " +
+                                    result);
+  EXPECT_NE(refused.code, 0);
+  const ojson j = read_json(result);
+  EXPECT_EQ(j["failed"], 5);
+  ASSERT_EQ(j["failures_by_reason"].size(), 1u) << j.dump();
+  const std::string reason = j["failures_by_reason"].begin().key();
+  EXPECT_NE(reason.find("HTTP 400: This model's maximum context length is 256"), std::string::npos)
+      << reason;
+  EXPECT_EQ(j["failures_by_reason"].begin().value(), 5);
+  EXPECT_NE(refused.out.find("failed 5: HTTP 400: This model's maximum context length"),
+            std::string::npos)
+      << refused.out;
+}
+
 TEST(BenchServe, ChatPromptsFromAFileAndAnUnreachableServerFailClearly) {
   ServerProcess s("--model " + stories_gguf() + " --threads 1 --chat-template " +
                   chatml_template());

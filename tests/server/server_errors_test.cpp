@@ -61,6 +61,56 @@ TEST_F(ServerErrors, BadRequestsGet400AndTheServerKeepsServing) {
   EXPECT_TRUE(still_serves(*server_));
 }
 
+// A prompt too long to fit whatever its tokens is refused before it is tokenized, with the
+// numbers that prove it.
+TEST_F(ServerErrors, APromptThatCannotFitIsRefusedBeforeTokenizing) {
+  const std::string huge(400000, 'a');
+  for (const std::string& path :
+       {std::string("/v1/completions"), std::string("/v1/chat/completions")}) {
+    const ojson body = path == "/v1/completions"
+                           ? ojson{{"prompt", huge}}
+                           : ojson{{"messages", {{{"role", "user"}, {"content", huge}}}}};
+    const HttpReply r = post(*server_, path, body);
+    if (path == "/v1/chat/completions" && r.status == 400 &&
+        r.json["error"]["message"].get<std::string>().find("chat template") != std::string::npos) {
+      continue;  // this server has no chat template
+    }
+    expect_error(r, 400, "BadRequestError", path);
+    const std::string message = r.json["error"]["message"];
+    EXPECT_NE(message.find("refused before tokenizing"), std::string::npos) << message;
+    EXPECT_NE(message.find("400000 bytes"), std::string::npos) << message;
+  }
+  EXPECT_TRUE(still_serves(*server_));
+}
+
+// Each refusal is logged at info level with its route, client, status and reason, and without
+// the prompt's text.
+TEST_F(ServerErrors, RejectedRequestsAreLoggedWithoutTheirPrompt) {
+  const std::string secret = "zebra-secret-prompt-words";
+  auto rejections = [](const std::string& log) {
+    size_t n = 0;
+    for (size_t at = 0; (at = log.find("rejected request #", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  const size_t before = rejections(server_->stderr_text());
+  expect_error(post(*server_, "/v1/completions", ojson{{"prompt", secret}, {"max_tokens", -1}}),
+               400, "BadRequestError", "negative max_tokens");
+  // The line is written once the response has gone out: wait for it.
+  std::string log = server_->stderr_text();
+  for (int i = 0; i < 200 && rejections(log) == before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    log = server_->stderr_text();
+  }
+  ASSERT_EQ(rejections(log), before + 1) << log;
+  const size_t at = log.rfind("rejected request #");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string line = log.substr(at, log.find('\n', at) - at);
+  EXPECT_NE(line.find("POST /v1/completions from 127.0.0.1:"), std::string::npos) << line;
+  EXPECT_NE(line.find("-> 400 "), std::string::npos) << line;
+  EXPECT_NE(line.find("max_tokens"), std::string::npos) << line;
+  EXPECT_EQ(log.find(secret), std::string::npos) << "the prompt reached the log";
+}
+
 TEST_F(ServerErrors, ContextOverflowNamesTheNumbers) {
   const HttpReply r =
       post(*server_, "/v1/completions", ojson{{"prompt", "Once upon a time"}, {"max_tokens", 300}});

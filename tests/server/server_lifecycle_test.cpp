@@ -1,4 +1,9 @@
 // Disconnects, overload, shutdown and a bounded load test against a live server.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <future>
 
@@ -40,10 +45,13 @@ TEST(ServerLifecycle, ADisconnectMidStreamAbortsTheRequestAndFreesItsBlocks) {
   EXPECT_TRUE(r.cut);
   EXPECT_FALSE(r.done);
   EXPECT_TRUE(saw_usage);
+  // The abort is counted when the request ends; the gauges follow at the engine's next step.
   const std::string m = wait_for_metrics(s, [](const std::string& t) {
     return metric(t,
                   "pagedllm:request_success_total{model_name=\"stories260K.gguf\",finished_reason="
-                  "\"abort\"}") == 1;
+                  "\"abort\"}") == 1 &&
+           metric(t, "pagedllm:num_requests_running") == 0 &&
+           metric(t, "pagedllm:kv_cache_usage_perc") == 0;
   });
   EXPECT_EQ(metric(m,
                    "pagedllm:request_success_total{model_name=\"stories260K.gguf\",finished_reason="
@@ -118,6 +126,51 @@ TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
     // No new connections once it is gone.
     EXPECT_EQ(get(s, "/health").status, 0);
   }
+}
+
+// A client that sends half a request holds an HTTP thread until its read times out (30 s);
+// shutdown must not wait for it: the process ends within --shutdown-timeout plus one second.
+TEST(ServerLifecycle, ShutdownEndsWithinTheTimeoutPlusASecondWhateverIsStillRunning) {
+  ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout 1");
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(s.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string partial =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{\"prompt\": ";
+  ASSERT_EQ(send(fd, partial.data(), partial.size(), 0), static_cast<ssize_t>(partial.size()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto start = std::chrono::steady_clock::now();
+  const int code = s.signal_and_wait(SIGTERM, std::chrono::seconds(60));
+  const auto took = std::chrono::steady_clock::now() - start;
+  close(fd);
+  EXPECT_NE(code, -1) << "still running after 60 s";
+  EXPECT_LT(took, std::chrono::milliseconds(2500)) << s.stderr_text();
+}
+
+// A second signal ends the process at once, whatever the grace period.
+TEST(ServerLifecycle, ASecondSignalExitsAtOnce) {
+  ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout 600");
+  auto stream = std::async(std::launch::async, [&] {
+    return post_stream(s, "/v1/completions",
+                       ojson{{"prompt", "Once"},
+                             {"max_tokens", 1900},
+                             {"ignore_eos", true},
+                             {"stream", true},
+                             {"temperature", 0}});
+  });
+  wait_for_metrics(
+      s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
+  kill(s.pid(), SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(s.signal_and_wait(SIGINT, std::chrono::seconds(60)), 128 + SIGINT) << s.stderr_text();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_NE(s.stderr_text().find("second signal: exiting now"), std::string::npos);
+  stream.get();
 }
 
 // 64 clients stream 3 requests each, twice over. Failures, usage counts and the server's
