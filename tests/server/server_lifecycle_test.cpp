@@ -151,6 +151,32 @@ TEST(ServerLifecycle, ShutdownEndsWithinTheTimeoutPlusASecondWhateverIsStillRunn
   EXPECT_LT(took, std::chrono::milliseconds(2500)) << s.stderr_text();
 }
 
+// A request still waiting for a slot (max_num_seqs 1, another one decoding) is aborted at
+// shutdown like the running one: both streams end properly and the process exits 0.
+TEST(ServerLifecycle, ShutdownAbortsWaitingRequestsTooAndExitsZero) {
+  ServerProcess s("--model " + stories_gguf() +
+                  " --threads 1 --max-num-seqs 1 --shutdown-timeout 0");
+  auto streamed = [&] {
+    return post_stream(
+        s, "/v1/completions",
+        ojson{{"prompt", "Once"}, {"max_tokens", 1900}, {"ignore_eos", true}, {"stream", true}});
+  };
+  auto running = std::async(std::launch::async, streamed);
+  wait_for_metrics(
+      s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
+  auto waiting = std::async(std::launch::async, streamed);
+  wait_for_metrics(
+      s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_waiting") == 1; });
+  EXPECT_EQ(s.signal_and_wait(SIGTERM, std::chrono::seconds(30)), 0) << s.stderr_text();
+  for (auto* f : {&running, &waiting}) {
+    const StreamReply r = f->get();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(r.done);
+    ASSERT_FALSE(r.events.empty());
+    EXPECT_EQ(r.events.back()["choices"][0]["finish_reason"], "abort");
+  }
+}
+
 // A second signal ends the process at once, whatever the grace period.
 TEST(ServerLifecycle, ASecondSignalExitsAtOnce) {
   ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout 600");
