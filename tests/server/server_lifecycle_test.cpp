@@ -28,6 +28,26 @@ std::string wait_for_metrics(const ServerProcess& s,
   return text;
 }
 
+// A stream long enough (1900 tokens) to still be running when the test acts on the server;
+// it starts on its own thread.
+std::future<StreamReply> start_long_stream(const ServerProcess& s) {
+  return std::async(std::launch::async, [&s] {
+    return post_stream(s, "/v1/completions",
+                       ojson{{"prompt", "Once"},
+                             {"max_tokens", 1900},
+                             {"ignore_eos", true},
+                             {"stream", true},
+                             {"temperature", 0}});
+  });
+}
+
+// Waits until `running` requests run.
+void wait_until_running(const ServerProcess& s, int running) {
+  wait_for_metrics(s, [running](const std::string& t) {
+    return metric(t, "pagedllm:num_requests_running") == running;
+  });
+}
+
 TEST(ServerLifecycle, ADisconnectMidStreamAbortsTheRequestAndFreesItsBlocks) {
   ServerProcess s("--model " + stories_gguf() + " --threads 1 --max-num-seqs 4");
   const ojson body = {
@@ -99,16 +119,8 @@ TEST(ServerLifecycle, SigtermEndsInFlightStreamsAndExitsZero) {
   for (const char* timeout : {"0", "60", "0"}) {
     const bool interrupt = timeout == std::string("0") && ++round_of_zero == 2;
     ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout " + timeout);
-    auto stream = std::async(std::launch::async, [&] {
-      return post_stream(s, "/v1/completions",
-                         ojson{{"prompt", "Once"},
-                               {"max_tokens", 1900},
-                               {"ignore_eos", true},
-                               {"stream", true},
-                               {"temperature", 0}});
-    });
-    wait_for_metrics(
-        s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
+    auto stream = start_long_stream(s);
+    wait_until_running(s, 1);
     const auto start = std::chrono::steady_clock::now();
     EXPECT_EQ(s.signal_and_wait(interrupt ? SIGINT : SIGTERM, std::chrono::seconds(90)), 0)
         << s.stderr_text();
@@ -156,15 +168,9 @@ TEST(ServerLifecycle, ShutdownEndsWithinTheTimeoutPlusASecondWhateverIsStillRunn
 TEST(ServerLifecycle, ShutdownAbortsWaitingRequestsTooAndExitsZero) {
   ServerProcess s("--model " + stories_gguf() +
                   " --threads 1 --max-num-seqs 1 --shutdown-timeout 0");
-  auto streamed = [&] {
-    return post_stream(
-        s, "/v1/completions",
-        ojson{{"prompt", "Once"}, {"max_tokens", 1900}, {"ignore_eos", true}, {"stream", true}});
-  };
-  auto running = std::async(std::launch::async, streamed);
-  wait_for_metrics(
-      s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
-  auto waiting = std::async(std::launch::async, streamed);
+  auto running = start_long_stream(s);
+  wait_until_running(s, 1);
+  auto waiting = start_long_stream(s);
   wait_for_metrics(
       s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_waiting") == 1; });
   EXPECT_EQ(s.signal_and_wait(SIGTERM, std::chrono::seconds(30)), 0) << s.stderr_text();
@@ -180,16 +186,8 @@ TEST(ServerLifecycle, ShutdownAbortsWaitingRequestsTooAndExitsZero) {
 // A second signal ends the process at once, whatever the grace period.
 TEST(ServerLifecycle, ASecondSignalExitsAtOnce) {
   ServerProcess s("--model " + stories_gguf() + " --threads 1 --shutdown-timeout 600");
-  auto stream = std::async(std::launch::async, [&] {
-    return post_stream(s, "/v1/completions",
-                       ojson{{"prompt", "Once"},
-                             {"max_tokens", 1900},
-                             {"ignore_eos", true},
-                             {"stream", true},
-                             {"temperature", 0}});
-  });
-  wait_for_metrics(
-      s, [](const std::string& t) { return metric(t, "pagedllm:num_requests_running") == 1; });
+  auto stream = start_long_stream(s);
+  wait_until_running(s, 1);
   kill(s.pid(), SIGTERM);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   const auto start = std::chrono::steady_clock::now();

@@ -165,6 +165,8 @@ struct StreamReply {
   std::vector<ojson> events;  // every data: event but [DONE]
   bool done = false;          // saw data: [DONE]
   bool cut = false;           // the reader stopped early
+  std::string rest;           // what was not an event: the body of an error reply
+  std::string error;          // the client's error when the exchange failed
 };
 
 // POSTs a streaming request and parses its events. `keep_reading(events so far)` may return
@@ -201,9 +203,11 @@ inline StreamReply post_stream(const ServerProcess& server, const std::string& p
     return true;
   };
   httplib::Response res;
-  httplib::Error error;
+  httplib::Error error = httplib::Error::Success;
   c.send(req, res, error);
   r.status = res.status;
+  r.rest = buffer;
+  if (error != httplib::Error::Success) r.error = httplib::to_string(error);
   return r;
 }
 

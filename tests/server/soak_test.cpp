@@ -104,45 +104,17 @@ void check_refusal(Tally& t, const std::string& what, int status, const std::str
 // A streamed request read to the end, or hung up on after `hang_up_after` events.
 void stream_request(const ServerProcess& s, Tally& t, const std::string& path, const ojson& body,
                     int hang_up_after) {
-  auto c = s.client();
-  std::string raw;
-  int events = 0;
-  bool done = false, cut = false;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body.dump();
-  req.set_header("Content-Type", "application/json");
-  req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
-    raw.append(data, len);
-    size_t at;
-    while ((at = raw.find("\n\n")) != std::string::npos) {
-      const std::string event = raw.substr(0, at);
-      raw.erase(0, at + 2);
-      if (event == "data: [DONE]") done = true;
-      if (event.rfind("data: ", 0) == 0) ++events;
-    }
-    if (hang_up_after > 0 && events >= hang_up_after) {
-      cut = true;
-      return false;
-    }
-    return true;
-  };
-  httplib::Response res;
-  httplib::Error error;
-  c.send(req, res, error);
-  if (cut) {
+  const StreamReply r = post_stream(s, path, body, [hang_up_after](const std::vector<ojson>& ev) {
+    return hang_up_after == 0 || static_cast<int>(ev.size()) < hang_up_after;
+  });
+  if (r.cut) {
     t.add("hung up");
-  } else if (res.status == 200) {
-    if (done) {
-      t.add("streamed");
-    } else {
-      t.bad(path + " stream ended without [DONE] (" + httplib::to_string(error) + ")");
-    }
-  } else if (res.status == 0 || res.status == -1) {
-    t.bad(path + " stream: connection failed: " + httplib::to_string(error));
+  } else if (r.status == 200) {
+    r.done ? t.add("streamed") : t.bad(path + " stream ended without [DONE] (" + r.error + ")");
+  } else if (r.status <= 0) {
+    t.bad(path + " stream: connection failed: " + r.error);
   } else {
-    check_refusal(t, path + " stream", res.status, raw);
+    check_refusal(t, path + " stream", r.status, r.rest);
   }
 }
 
