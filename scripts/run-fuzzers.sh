@@ -21,15 +21,15 @@ cp -f fuzz/seeds/safetensors/*.safetensors "$corpus/safetensors/"
 # Crash, leak, timeout and oom inputs go to $build/artifacts/<target>/, never the checkout; keep
 # one that reproduces, named for what it exercises, in fuzz/regressions/<target>/ (make test
 # replays those).
-# A per-input time limit turns a superlinear path into a reported slow unit (a timeout-*
+# A per-input time limit (120 s) turns a superlinear path into a reported slow unit (a timeout-*
 # artifact and a failure): text parsers get inputs up to 1 MiB, which linear code handles in a
-# few seconds even under the sanitizers.
+# few tens of seconds at most under the sanitizers and coverage instrumentation.
 for target in gguf safetensors tokenizer chat_template openai_request http; do
   echo "fuzz_$target: ${seconds}s"
   mkdir -p "$build/artifacts/$target"
   max_len=1048576
   case $target in gguf | safetensors) max_len=2000000 ;; esac
-  "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=60 \
+  "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -max_len="$max_len" -timeout=120 \
     -rss_limit_mb=4096 \
     -artifact_prefix="$build/artifacts/$target/" -print_final_stats=1 "$corpus/$target" 2>&1 |
     tail -n 12
