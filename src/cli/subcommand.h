@@ -30,6 +30,7 @@ Subcommand<Options> add_subcommand(CLI::App& parent, const std::string& name,
     if constexpr (std::is_invocable_v<Run, Options&, const CLI::App&>) {
       exit_code = run(*options, *cmd);
     } else {
+      (void)cmd;  // only runs that ask which flags were given need it
       exit_code = run(*options);
     }
   });
