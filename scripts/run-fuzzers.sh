@@ -17,7 +17,6 @@ cp -f "$shared/models/stories260K/stories260K.gguf" "$corpus/gguf/" 2>/dev/null 
 ./build/pagedllm make-model --preset tiny-qwen3 --dtype f16 --out "$corpus/gguf/tiny-qwen3.gguf" 2>/dev/null
 ./build/pagedllm make-model --preset tiny --dtype bf16 --format safetensors --out "$corpus/st" 2>/dev/null
 cp -f "$corpus/st/model.safetensors" "$corpus/safetensors/tiny.safetensors"
-cp -f fuzz/seeds/safetensors/*.safetensors "$corpus/safetensors/"
 # Crash, leak, timeout and oom inputs go to $build/artifacts/<target>/, never the checkout; keep
 # one that reproduces, named for what it exercises, in fuzz/regressions/<target>/ (make test
 # replays those).

@@ -77,7 +77,7 @@ struct ModelInputs {
   // Rows of the step's input embeddings to overwrite, as vLLM's get_input_embeddings with
   // multimodal embeddings: token row embed_rows[i] (an index into this step's tokens) takes
   // embed_values[i * hidden_size, (i + 1) * hidden_size) in place of its token's embedding
-  // (the input id there is then only a placeholder). Empty: every row is a token embedding.
+  // (the input id at that row is then ignored). Empty: every row is a token embedding.
   std::span<const int32_t> embed_rows;
   std::span<const float> embed_values;
 
