@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "chat/jinja_value.h"
+#include "util/interrupt.h"
 
 namespace pagedllm::jinja {
 
@@ -45,7 +46,9 @@ class Context {
   }
 
   // One statement or loop iteration more; throws TemplateError past kMaxSteps.
+  // Each step is also where an InterruptScope may stop the rendering.
   void step(int line) {
+    interruption_point(kCallsPerClockRead);
     if (++steps_ > kMaxSteps) {
       fail_at(line, "the template ran past its limit of " + std::to_string(kMaxSteps) + " steps");
     }

@@ -35,6 +35,7 @@ struct ServeOptions {
   int max_waiting_requests = 1024;
   double max_body_mib = 8;
   double shutdown_timeout_s = 5;
+  double preprocess_timeout_s = 30;
   double log_stats_interval_s = 5;
   std::string log_level = "info";
 };
@@ -108,7 +109,8 @@ int run_serve(ServeOptions& o) {
   log_info("engine", engine.describe());
   server::AsyncEngine async_engine(engine, metrics,
                                    {o.max_waiting_requests, o.log_stats_interval_s});
-  server::OpenAIServing serving(engine, async_engine, {name, o.engine.model, o.chat_template});
+  server::OpenAIServing serving(engine, async_engine,
+                                {name, o.engine.model, o.chat_template, o.preprocess_timeout_s});
   http.attach(serving);
   log_info("server",
            std::string("chat template: ") +
@@ -190,6 +192,12 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 16384));
   cmd->add_option("--shutdown-timeout", o->shutdown_timeout_s,
                   "Seconds SIGINT/SIGTERM waits for in-flight requests before aborting them")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--preprocess-timeout", o->preprocess_timeout_s,
+                  "Seconds a request may spend in chat templating and tokenization before it "
+                  "is refused with 400 (a client that disconnects, or a shutdown, stops that "
+                  "work at once); 0: no limit")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--log-stats-interval", o->log_stats_interval_s,

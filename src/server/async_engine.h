@@ -73,6 +73,8 @@ class AsyncEngine {
   void abort(const std::vector<std::string>& request_ids, const std::string& reason = "abort");
   // New submissions get 503 from now on.
   void refuse_new_requests();
+  // False once refuse_new_requests() or shutdown() began: preparing a request is then wasted.
+  bool accepting() const { return !refusing_.load(); }
   // Waits up to `grace` for in-flight requests to finish, aborts the rest, stops the loop.
   void shutdown(std::chrono::milliseconds grace);
   int num_in_flight() const { return in_flight_.load(); }
@@ -107,7 +109,7 @@ class AsyncEngine {
   std::vector<std::pair<Submission, std::shared_ptr<RequestChannel>>> pending_;
   std::vector<std::pair<std::string, std::string>> pending_aborts_;  // (id, reason)
   bool stop_ = false;
-  bool refusing_ = false;
+  std::atomic<bool> refusing_{false};
   std::atomic<int> in_flight_{0};
   std::atomic<int> engine_waiting_{0};
 

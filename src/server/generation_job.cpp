@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "util/interrupt.h"
+
 namespace pagedllm::server {
 
 GenerationJob::GenerationJob(AsyncEngine& engine, const Tokenizer& tokenizer,
@@ -69,7 +71,11 @@ std::vector<GenerationJob::Update> GenerationJob::poll(std::chrono::milliseconds
 }
 
 void GenerationJob::wait_all() {
-  while (!done() && !error()) poll(std::chrono::milliseconds(100));
+  while (!done() && !error()) {
+    check_interruption();  // a client that left: the caller's scope throws, and ~GenerationJob
+                           // aborts
+    poll(std::chrono::milliseconds(100));
+  }
 }
 
 bool GenerationJob::done() const {

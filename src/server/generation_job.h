@@ -36,7 +36,8 @@ class GenerationJob {
   };
   // Waits up to `timeout` and returns what changed.
   std::vector<Update> poll(std::chrono::milliseconds timeout);
-  // Runs every choice to the end (non-streaming requests).
+  // Runs every choice to the end (non-streaming requests). Between polls it runs the thread's
+  // interruption checks (util/interrupt.h), whose exception ends the wait.
   void wait_all();
   bool done() const;
   // Set when the engine refused a request; the job is over then.

@@ -8,7 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
+#include "server/client_connection.h"
 #include "server/openai_response.h"
+#include "util/interrupt.h"
 #include "util/log.h"
 
 #ifndef PAGEDLLM_VERSION
@@ -28,10 +30,22 @@ void send_error(httplib::Response& res, int status, const std::string& message,
 
 // Runs an endpoint and turns its ApiResponse (or its ApiError) into the HTTP response.
 // open_streams counts streamed responses until httplib releases them (after the last write).
+// A client that closes its connection while its request is prepared or generated (unstreamed)
+// stops that work: the code nginx logs for it, which no client ever reads.
+constexpr int kClientClosedRequest = 499;
+
 template <typename Endpoint>
-void serve_api(httplib::Response& res, std::atomic<int>& open_streams, Endpoint&& endpoint) {
+void serve_api(const httplib::Request& req, httplib::Response& res, std::atomic<int>& open_streams,
+               Endpoint&& endpoint) {
   ApiResponse out;
   try {
+    ClientConnection connection(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+    InterruptScope client_watch(
+        [&connection] {
+          if (connection.gone())
+            throw ApiError(kClientClosedRequest, "the client closed the connection");
+        },
+        std::chrono::milliseconds(10));
     out = endpoint();
   } catch (const ApiError& e) {
     send_error(res, e.status(), e.what(), e.param());
@@ -182,20 +196,20 @@ void HttpServer::register_routes() {
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_->models(); });
+  s.Get("/v1/models", [this](const httplib::Request& req, httplib::Response& res) {
+    serve_api(req, res, open_streams_, [&] { return serving_->models(); });
   });
   s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_->completions(req.body); });
+    serve_api(req, res, open_streams_, [&] { return serving_->completions(req.body); });
   });
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_->chat_completions(req.body); });
+    serve_api(req, res, open_streams_, [&] { return serving_->chat_completions(req.body); });
   });
   s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_->tokenize(req.body); });
+    serve_api(req, res, open_streams_, [&] { return serving_->tokenize(req.body); });
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
-    serve_api(res, open_streams_, [&] { return serving_->detokenize(req.body); });
+    serve_api(req, res, open_streams_, [&] { return serving_->detokenize(req.body); });
   });
 }
 

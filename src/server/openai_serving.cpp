@@ -282,15 +282,29 @@ std::unique_ptr<ChatTemplate> OpenAIServing::load_chat_template_file(const std::
   }
 }
 
+InterruptScope::Check OpenAIServing::preparation_check(const char* field) const {
+  const auto start = std::chrono::steady_clock::now();
+  return [this, start, field] {
+    if (!async_engine_.accepting()) throw ApiError(503, "the server is shutting down");
+    const double limit = options_.preprocess_timeout_s;
+    const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+    if (limit > 0 && spent.count() > limit) {
+      std::ostringstream message;
+      message << "preparing the " << field
+              << " (chat template, tokenization) took longer than the server's limit of " << limit
+              << " s (--preprocess-timeout); send a shorter " << field;
+      throw bad_request(message.str(), field);
+    }
+  };
+}
+
 void OpenAIServing::check_model(const std::string& model) const {
   if (!model.empty() && model != options_.served_model_name)
     throw ApiError(404, "The model `" + model + "` does not exist.", "model");
 }
 
-ApiResponse OpenAIServing::completions(const std::string& body) {
-  CompletionRequest r = parse_completion_request(parse_json_body(body));
-  check_model(r.model);
-  warn_ignored(r.ignored);
+std::vector<PreparedPrompt> OpenAIServing::prepare_prompts(const CompletionRequest& r) const {
+  InterruptScope preparing(preparation_check("prompt"));
   const Tokenizer& tok = engine_.tokenizer();
   std::vector<PreparedPrompt> prompts;
   for (const Prompt& p : r.prompts) {
@@ -303,6 +317,15 @@ ApiResponse OpenAIServing::completions(const std::string& body) {
       prompts.push_back(prepare(ids, std::move(echo_text), r, engine_, false));
     }
   }
+  return prompts;
+}
+
+ApiResponse OpenAIServing::completions(const std::string& body) {
+  CompletionRequest r = parse_completion_request(parse_json_body(body));
+  check_model(r.model);
+  warn_ignored(r.ignored);
+  const Tokenizer& tok = engine_.tokenizer();
+  std::vector<PreparedPrompt> prompts = prepare_prompts(r);
   const std::string id = "cmpl-" + random_id();
   auto job = std::make_unique<GenerationJob>(async_engine_, tok, r, std::move(prompts), id);
   ojson base = envelope(id, "text_completion", unix_time(), options_.served_model_name);
@@ -338,6 +361,8 @@ std::string OpenAIServing::render_chat(const ojson& messages, const ojson& tools
   std::string text;
   try {
     text = chat_template_->render(in);
+  } catch (const ApiError&) {
+    throw;  // an InterruptScope's check stopped the rendering
   } catch (const std::exception& e) {
     throw bad_request(std::string("chat template: ") + e.what(), "messages");
   }
@@ -353,16 +378,22 @@ std::string OpenAIServing::render_chat(const ojson& messages, const ojson& tools
   return text;
 }
 
-ApiResponse OpenAIServing::chat_completions(const std::string& body) {
-  ChatRequest r = parse_chat_request(parse_json_body(body));
-  check_model(r.model);
-  warn_ignored(r.ignored);
+PreparedPrompt OpenAIServing::prepare_chat_prompt(const ChatRequest& r) const {
+  InterruptScope preparing(preparation_check("messages"));
   const std::string prompt = render_chat(r.messages, r.tools, r.template_kwargs,
                                          r.add_generation_prompt, r.continue_final_message);
   const Tokenizer& tok = engine_.tokenizer();
   check_text_can_fit(tok, prompt, engine_, true);
+  return prepare(tok.encode(prompt, r.add_special_tokens), prompt, r, engine_, true);
+}
+
+ApiResponse OpenAIServing::chat_completions(const std::string& body) {
+  ChatRequest r = parse_chat_request(parse_json_body(body));
+  check_model(r.model);
+  warn_ignored(r.ignored);
+  const Tokenizer& tok = engine_.tokenizer();
   std::vector<PreparedPrompt> prompts;
-  prompts.push_back(prepare(tok.encode(prompt, r.add_special_tokens), prompt, r, engine_, true));
+  prompts.push_back(prepare_chat_prompt(r));
   const std::string id = "chatcmpl-" + random_id();
   auto job = std::make_unique<GenerationJob>(async_engine_, tok, r, std::move(prompts), id);
   ojson base = envelope(id, r.stream ? "chat.completion.chunk" : "chat.completion", unix_time(),
@@ -382,6 +413,7 @@ ApiResponse OpenAIServing::chat_completions(const std::string& body) {
 ApiResponse OpenAIServing::tokenize(const std::string& body) const {
   TokenizeRequest r = parse_tokenize_request(parse_json_body(body));
   check_model(r.model);
+  InterruptScope preparing(preparation_check(r.prompt ? "prompt" : "messages"));
   const Tokenizer& tok = engine_.tokenizer();
   const std::string text =
       r.prompt ? *r.prompt
@@ -407,6 +439,7 @@ ApiResponse OpenAIServing::detokenize(const std::string& body) const {
                             std::to_string(engine_.vocab_size()) + ")",
                         "tokens");
   }
+  InterruptScope preparing(preparation_check("tokens"));
   return json_response({{"prompt", engine_.decode(r.tokens, true)}});
 }
 

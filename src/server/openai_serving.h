@@ -11,6 +11,9 @@
 #include "chat/chat_template.h"
 #include "pagedllm/engine.h"
 #include "server/async_engine.h"
+#include "server/generation_job.h"
+#include "server/openai_request.h"
+#include "util/interrupt.h"
 
 namespace pagedllm::server {
 
@@ -35,6 +38,9 @@ struct ServingOptions {
   std::string served_model_name;
   std::string model_path;
   std::string chat_template_file;  // empty: the model's own template
+  // Longest a request may spend being prepared (chat template, tokenization, detokenization
+  // for echo) before it is refused with 400; 0: no limit.
+  double preprocess_timeout_s = 30;
 };
 
 class OpenAIServing {
@@ -60,6 +66,11 @@ class OpenAIServing {
                           const nlohmann::ordered_json& tools, const nlohmann::ordered_json& kwargs,
                           bool add_generation_prompt, bool continue_final_message) const;
   void check_model(const std::string& model) const;
+  std::vector<PreparedPrompt> prepare_prompts(const CompletionRequest& r) const;
+  PreparedPrompt prepare_chat_prompt(const ChatRequest& r) const;
+  // For an InterruptScope around a request's preparation: stops it at shutdown (it could not
+  // be queued anyway) and past preprocess_timeout_s. `field` names the input in the error.
+  InterruptScope::Check preparation_check(const char* field) const;
 
   const Engine& engine_;
   AsyncEngine& async_engine_;

@@ -1,9 +1,13 @@
 #include "tokenizer/bpe_model.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <queue>
 
+#include "tokenizer/byte_level.h"
 #include "tokenizer/unicode_regex.h"
+#include "util/interrupt.h"
 
 namespace pagedllm {
 
@@ -33,6 +37,20 @@ BpeModel::BpeModel(BpeVocab vocab) : vocab_(std::move(vocab)) {
   }
   vocab_.merges.clear();
   vocab_.merges.shrink_to_fit();
+}
+
+bool BpeModel::encodes_every_character(bool byte_level_words) const {
+  if (vocab_.unk && !vocab_.fuse_unk) return true;
+  const bool all_byte_tokens = std::all_of(std::begin(byte_tokens_), std::end(byte_tokens_),
+                                           [](int32_t id) { return id >= 0; });
+  if (vocab_.byte_fallback && all_byte_tokens) return true;
+  if (!byte_level_words) return false;
+  // Text is made valid UTF-8 before it gets here, where 0xC0, 0xC1 and 0xF5-0xFF never occur.
+  for (int b = 0; b < 256; ++b) {
+    if (b == 0xC0 || b == 0xC1 || b >= 0xF5) continue;
+    if (find(byte_level_encode(std::string(1, static_cast<char>(b)))) < 0) return false;
+  }
+  return true;
 }
 
 int32_t BpeModel::find(std::string_view token) const {
@@ -90,6 +108,7 @@ void BpeModel::merge_symbols(std::vector<int32_t>& ids) const {
   };
   for (int i = 0; i + 1 < n; ++i) consider(i);
   while (!heap.empty()) {
+    interruption_point();
     const Candidate c = heap.top();
     heap.pop();
     const auto left = static_cast<size_t>(c.left);
@@ -112,6 +131,7 @@ void BpeModel::merge_symbols(std::vector<int32_t>& ids) const {
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  interruption_point();
   if (word.empty()) return;
   if (vocab_.ignore_merges) {
     if (const int32_t id = find(word); id >= 0) {

@@ -35,6 +35,10 @@ class BpeModel {
   const std::string& token(int32_t id) const { return vocab_.tokens[static_cast<size_t>(id)]; }
   int size() const { return static_cast<int>(vocab_.tokens.size()); }
   bool byte_fallback() const { return vocab_.byte_fallback; }
+  // Whether every character of a word becomes at least one token of its own: none is dropped
+  // for want of a token, and no run of unknown ones fuses into one <unk>. `byte_level_words`:
+  // words are byte-level encoded, so the 256 byte characters are all there is to cover.
+  bool encodes_every_character(bool byte_level_words) const;
 
  private:
   struct Merge {

@@ -1,5 +1,6 @@
 #include "tokenizer/bpe_tokenizer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "tokenizer/unicode_regex.h"
@@ -50,6 +51,24 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerParts parts)
   for (int32_t id : suffix_) {
     if (id < 0 || id >= vocab_size()) throw std::invalid_argument("post-processor id out of range");
   }
+  max_text_bytes_per_token_ = text_bytes_bound();
+}
+
+// Every input byte reaches a token unless a stage may delete text: a normalizer (Strip,
+// Replace with ""), a pre-tokenizer that removes what it splits on, an added token that
+// swallows the whitespace beside it, or a character with no token (dropped, or fused into one
+// <unk> with its unknown neighbours). Without those, no token stands for more input bytes than
+// its own string has (byte-level characters and "▁" are at least as long as the bytes they
+// replace, an unknown character is at most 4 bytes), so the longest piece bounds them all.
+size_t BpeTokenizer::text_bytes_bound() const {
+  if (normalizer_) return 0;
+  if (pre_tokenizer_ && !pre_tokenizer_->keeps_every_byte()) return 0;
+  for (const AddedToken& t : added_.tokens())
+    if (t.lstrip || t.rstrip) return 0;
+  if (!model_.encodes_every_character(pre_tokenizer_ && pre_tokenizer_->byte_level())) return 0;
+  size_t bound = 4;  // one unknown character, as one <unk> or up to 4 byte tokens
+  for (const std::string& p : pieces_) bound = std::max(bound, p.size());
+  return bound;
 }
 
 void BpeTokenizer::encode_run(std::string_view run, bool text_start,

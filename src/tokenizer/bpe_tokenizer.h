@@ -43,8 +43,10 @@ class BpeTokenizer : public Tokenizer {
   std::optional<int32_t> bos_id() const override { return bos_; }
   std::optional<int32_t> eos_id() const override { return eos_; }
   std::string chat_template() const override { return chat_template_; }
+  size_t max_text_bytes_per_token() const override { return max_text_bytes_per_token_; }
 
  private:
+  size_t text_bytes_bound() const;
   void encode_run(std::string_view run, bool text_start, std::vector<int32_t>& ids) const;
 
   std::vector<std::string> pieces_;  // model tokens and added tokens, by id
@@ -56,6 +58,7 @@ class BpeTokenizer : public Tokenizer {
   std::vector<int32_t> prefix_, suffix_;
   std::optional<int32_t> bos_, eos_;
   std::string chat_template_;
+  size_t max_text_bytes_per_token_ = 0;
 };
 
 }  // namespace pagedllm

@@ -135,6 +135,7 @@ class MetaspacePreTokenizer : public PreTokenizer {
     }
     words = std::move(out);
   }
+  bool keeps_every_byte() const override { return !replacement_.empty(); }
 
  private:
   std::string replacement_, scheme_;

@@ -20,6 +20,10 @@ class PreTokenizer {
   // Refines `words` in place. `text_start`: the first word begins the whole input (no added
   // token before it), which Metaspace's prepend_scheme "first" looks at.
   virtual void apply(std::vector<std::string>& words, bool text_start) const = 0;
+  // Whether every input byte survives into some word (Split's "Removed" drops matches).
+  virtual bool keeps_every_byte() const { return true; }
+  // Whether words come out byte-level encoded (every byte one of 256 characters).
+  virtual bool byte_level() const { return false; }
 };
 
 enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
@@ -28,6 +32,7 @@ class SplitPreTokenizer : public PreTokenizer {
  public:
   SplitPreTokenizer(const std::string& pattern, SplitBehavior behavior, bool invert);
   void apply(std::vector<std::string>& words, bool text_start) const override;
+  bool keeps_every_byte() const override { return behavior_ != SplitBehavior::kRemoved; }
 
  private:
   UnicodeRegex regex_;
@@ -39,6 +44,7 @@ class ByteLevelPreTokenizer : public PreTokenizer {
  public:
   ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex);
   void apply(std::vector<std::string>& words, bool text_start) const override;
+  bool byte_level() const override { return true; }
 
  private:
   bool add_prefix_space_;
@@ -51,6 +57,16 @@ class SequencePreTokenizer : public PreTokenizer {
       : steps_(std::move(steps)) {}
   void apply(std::vector<std::string>& words, bool text_start) const override {
     for (const auto& step : steps_) step->apply(words, text_start);
+  }
+  bool keeps_every_byte() const override {
+    for (const auto& step : steps_)
+      if (!step->keeps_every_byte()) return false;
+    return true;
+  }
+  bool byte_level() const override {
+    for (const auto& step : steps_)
+      if (step->byte_level()) return true;
+    return false;
   }
 
  private:

@@ -8,6 +8,7 @@
 #include "format/mapped_file.h"
 #include "tokenizer/byte_level.h"
 #include "tokenizer/unicode_regex.h"
+#include "util/interrupt.h"
 
 namespace pagedllm {
 
@@ -15,6 +16,7 @@ std::string Tokenizer::decode(const std::vector<int32_t>& ids, bool skip_special
                               int32_t previous) const {
   std::string out;
   for (int32_t id : ids) {
+    interruption_point();
     out += decode_token(previous, id, skip_special);
     previous = id;
   }
@@ -140,6 +142,7 @@ void SentencePieceBpeTokenizer::merge_best_pairs(std::string_view text,
   };
   for (int i = 0; i + 1 < count; ++i) consider(i);
   while (!queue.empty()) {
+    interruption_point();
     const Candidate c = queue.top();
     queue.pop();
     Symbol& l = symbols[static_cast<size_t>(c.left)];

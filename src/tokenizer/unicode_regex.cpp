@@ -5,6 +5,8 @@
 
 #include <stdexcept>
 
+#include "util/interrupt.h"
+
 namespace pagedllm {
 
 namespace {
@@ -66,6 +68,7 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
   // (checking again per match would make splitting quadratic).
   uint32_t options = 0;
   while (start <= text.size()) {
+    interruption_point();
     const int rc = pcre2_match(impl_->code, subject, text.size(), start, options, data, context);
     options = PCRE2_NO_UTF_CHECK;
     if (rc == PCRE2_ERROR_NOMATCH ||
