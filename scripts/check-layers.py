@@ -14,8 +14,9 @@ import sys
 LAYERS = [
     ["util", "pagedllm"],                       # helpers; the public API types (include/pagedllm)
     ["format"],                                 # file formats, tensors, element conversions
-    ["kernels", "tokenizer", "chat", "sampling"],  # compute, text, templates, token choice
-    ["loader", "core"],                         # model assembly/export; scheduler and KV manager
+    ["kernels", "tokenizer", "chat"],           # compute, text, templates
+    ["loader", "core", "sampling"],             # model assembly/export; scheduler and KV manager;
+                                                # token choice (on the kernels' row passes)
     ["model"],                                  # forward contract, models, model factory
     ["worker"],                                 # persistent batch, prepare_inputs, sampling
     ["executor"],                               # where the runner runs

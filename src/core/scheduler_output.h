@@ -11,7 +11,7 @@
 
 #include "core/request.h"
 #include "core/sampling_params.h"
-#include "sampling/sampler.h"
+#include "pagedllm/sampling.h"
 
 namespace pagedllm {
 

@@ -7,6 +7,9 @@
 #include <limits>
 #include <numeric>
 
+#include "kernels/cpu/logits_row.h"
+#include "sampling/candidates.h"
+
 namespace pagedllm {
 
 namespace {
@@ -66,11 +69,139 @@ double uniform_draw(uint64_t seed, uint64_t counter) {
 }
 
 void log_softmax(std::span<const float> logits, std::span<float> out) {
-  const float max = *std::max_element(logits.begin(), logits.end());
-  double sum = 0.0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l - max));
+  // out holds the exponentials first, then the log-probabilities.
+  const auto n = static_cast<int64_t>(logits.size());
+  const float max = cpu::row_max(logits.data(), n);
+  const double sum = cpu::exp_shifted(logits.data(), n, max, out.data(), nullptr);
   const float log_sum = static_cast<float>(std::log(sum)) + max;
   for (size_t i = 0; i < logits.size(); ++i) out[i] = logits[i] - log_sum;
+}
+
+// Repetition over prompt and output (as vLLM), frequency and presence over output. Only the
+// tokens that occur are visited: counts_ and seen_ are all zero between calls, set here for
+// those tokens and cleared again after.
+void Sampler::apply_penalties(std::span<float> logits, const SamplingContext& ctx) {
+  const SamplingParams& p = *ctx.params;
+  const size_t vocab = logits.size();
+  counts_.resize(vocab, 0);
+  seen_.resize(vocab, 0);
+  touched_.clear();
+  for (int32_t t : ctx.output_token_ids) {
+    if (t < 0 || static_cast<size_t>(t) >= vocab) continue;
+    if (counts_[static_cast<size_t>(t)]++ == 0) touched_.push_back(t);
+  }
+  for (int32_t t : ctx.prompt_token_ids) {
+    if (t < 0 || static_cast<size_t>(t) >= vocab) continue;
+    const auto i = static_cast<size_t>(t);
+    if (!seen_[i] && counts_[i] == 0) touched_.push_back(t);
+    seen_[i] = 1;
+  }
+  for (int32_t t : touched_) {
+    const auto i = static_cast<size_t>(t);
+    if (p.repetition_penalty != 1.0f) {
+      logits[i] =
+          logits[i] > 0 ? logits[i] / p.repetition_penalty : logits[i] * p.repetition_penalty;
+    }
+    logits[i] -= p.frequency_penalty * static_cast<float>(counts_[i]);
+    if (counts_[i] > 0) logits[i] -= p.presence_penalty;
+    counts_[i] = 0;
+    seen_[i] = 0;
+  }
+}
+
+// top-k first: the k best logits, sorted, then the filters and the draw on those alone, as
+// they always ran (the same tokens for the same seed).
+int32_t Sampler::draw_from_top_k(std::span<const float> logits, const SamplingParams& p, double u) {
+  top_k_ids(logits, static_cast<size_t>(p.top_k), order_);
+  size_t keep = order_.size();
+  std::vector<float>& probs = probs_;
+  probs.resize(keep);
+  const float max = logits[static_cast<size_t>(order_[0])];
+  double sum = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    probs[i] = std::exp(logits[static_cast<size_t>(order_[i])] - max);
+    sum += probs[i];
+  }
+  for (size_t i = 0; i < keep; ++i) probs[i] = static_cast<float>(probs[i] / sum);
+  if (p.top_p < 1.0f) {
+    double cumulative = 0.0;
+    size_t n = 0;
+    while (n < keep) {
+      cumulative += probs[n++];
+      if (cumulative >= p.top_p) break;
+    }
+    keep = std::max<size_t>(n, 1);
+  }
+  if (p.min_p > 0.0f) {
+    const float threshold = p.min_p * probs[0];
+    size_t n = 1;
+    while (n < keep && probs[n] >= threshold) ++n;
+    keep = n;
+  }
+  double total = 0.0;
+  for (size_t i = 0; i < keep; ++i) total += probs[i];
+  const double target = u * total;
+  double acc = 0.0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += probs[i];
+    if (target < acc) return order_[i];
+  }
+  return order_[keep - 1];
+}
+
+// Without top-k, nothing is sorted. weights_ = exp(logit - max), so the best token weighs 1:
+//  - temperature alone: the running sum over the vocabulary, block sums first, meets u * sum;
+//  - top-p / min-p: only tokens that may survive become candidates. min-p keeps weights of at
+//    least min_p; top-p never needs a token below (1 - top_p) * sum / vocab, since the tokens
+//    above that weigh at least top_p * sum together. heaviest_prefix then cuts the top-p
+//    prefix, and the draw runs over what is left, in its order.
+int32_t Sampler::draw_from_vocabulary(std::span<const float> logits, const SamplingParams& p,
+                                      double u) {
+  const size_t vocab = logits.size();
+  const auto n = static_cast<int64_t>(vocab);
+  weights_.resize(vocab);
+  block_sums_.resize((vocab + cpu::kExpBlock - 1) / cpu::kExpBlock);
+  const float max = cpu::row_max(logits.data(), n);
+  const double sum = cpu::exp_shifted(logits.data(), n, max, weights_.data(), block_sums_.data());
+  if (p.top_p >= 1.0f && p.min_p <= 0.0f) return draw_by_blocks(u * sum);
+
+  double floor = 0.0;
+  if (p.top_p < 1.0f)
+    floor = (1.0 - static_cast<double>(p.top_p)) * sum / static_cast<double>(vocab);
+  if (p.min_p > 0.0f) floor = std::max(floor, static_cast<double>(p.min_p));
+  // Weights of at least `floor`: above the float just below it.
+  const float above = std::nextafter(static_cast<float>(floor), -1.0f);
+  order_.resize(vocab + 16);  // collect_above stores whole vectors
+  auto count = static_cast<size_t>(cpu::collect_above(weights_.data(), n, above, order_.data()));
+  if (count == 0) return argmax(logits);  // min_p above 1: the best token alone, as before
+  items_.resize(count);
+  for (size_t i = 0; i < count; ++i)
+    items_[i] = {weights_[static_cast<size_t>(order_[i])], order_[i]};
+  std::span<WeightedId> candidates(items_);
+  if (p.top_p < 1.0f) {
+    candidates = candidates.first(heaviest_prefix(candidates, static_cast<double>(p.top_p) * sum));
+  }
+  double total = 0.0;
+  for (const WeightedId& c : candidates) total += c.weight;
+  return draw_by_weight(candidates, u * total);
+}
+
+int32_t Sampler::draw_by_blocks(double target) {
+  size_t block = 0;
+  double acc = 0.0;
+  while (block + 1 < block_sums_.size() && acc + block_sums_[block] <= target) {
+    acc += block_sums_[block++];
+  }
+  const size_t begin = block * static_cast<size_t>(cpu::kExpBlock);
+  const size_t end = std::min(weights_.size(), begin + static_cast<size_t>(cpu::kExpBlock));
+  int32_t last_positive = static_cast<int32_t>(begin);
+  for (size_t i = begin; i < end; ++i) {
+    if (weights_[i] <= 0.0f) continue;
+    acc += weights_[i];
+    if (target < acc) return static_cast<int32_t>(i);
+    last_positive = static_cast<int32_t>(i);
+  }
+  return last_positive;
 }
 
 SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx) {
@@ -85,99 +216,25 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
   }
 
   mask_stop_tokens(logits, ctx);
-  // Penalties: repetition over prompt and output (as vLLM), frequency and presence over output.
-  if (p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f) {
-    counts_.assign(vocab, 0);
-    for (int32_t t : ctx.output_token_ids) {
-      if (t >= 0 && static_cast<size_t>(t) < vocab) ++counts_[static_cast<size_t>(t)];
-    }
-    seen_.assign(vocab, 0);
-    for (int32_t t : ctx.prompt_token_ids) {
-      if (t >= 0 && static_cast<size_t>(t) < vocab) seen_[static_cast<size_t>(t)] = 1;
-    }
-    for (size_t i = 0; i < vocab; ++i) {
-      if ((seen_[i] || counts_[i] > 0) && p.repetition_penalty != 1.0f) {
-        logits[i] =
-            logits[i] > 0 ? logits[i] / p.repetition_penalty : logits[i] * p.repetition_penalty;
-      }
-      logits[i] -= p.frequency_penalty * static_cast<float>(counts_[i]);
-      if (counts_[i] > 0) logits[i] -= p.presence_penalty;
-    }
-  }
+  if (p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f)
+    apply_penalties(logits, ctx);
 
   if (p.temperature <= 1e-5f) {
     result.token_id = argmax(logits);
   } else {
     for (float& l : logits) l /= p.temperature;
-    // Candidates sorted by logit, best first; filters cut the tail of this order.
-    order_.resize(vocab);
-    std::iota(order_.begin(), order_.end(), 0);
-    auto by_logit = [&](int32_t a, int32_t b) {
-      const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
-      return la > lb || (la == lb && a < b);
-    };
-    size_t keep = vocab;
-    if (p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab) {
-      keep = static_cast<size_t>(p.top_k);
-      std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(keep),
-                        order_.end(), by_logit);
-    } else {
-      std::sort(order_.begin(), order_.end(), by_logit);
-    }
-    std::vector<float>& probs = probs_;
-    probs.resize(keep);
-    const float max = logits[static_cast<size_t>(order_[0])];
-    double sum = 0.0;
-    for (size_t i = 0; i < keep; ++i) {
-      probs[i] = std::exp(logits[static_cast<size_t>(order_[i])] - max);
-      sum += probs[i];
-    }
-    for (size_t i = 0; i < keep; ++i) probs[i] = static_cast<float>(probs[i] / sum);
-    if (p.top_p < 1.0f) {
-      double cumulative = 0.0;
-      size_t n = 0;
-      while (n < keep) {
-        cumulative += probs[n++];
-        if (cumulative >= p.top_p) break;
-      }
-      keep = std::max<size_t>(n, 1);
-    }
-    if (p.min_p > 0.0f) {
-      const float threshold = p.min_p * probs[0];
-      size_t n = 1;
-      while (n < keep && probs[n] >= threshold) ++n;
-      keep = n;
-    }
-    double total = 0.0;
-    for (size_t i = 0; i < keep; ++i) total += probs[i];
-    const double target =
-        uniform_draw(ctx.seed, ctx.prompt_token_ids.size() + ctx.output_token_ids.size()) * total;
-    double acc = 0.0;
-    result.token_id = order_[keep - 1];
-    for (size_t i = 0; i < keep; ++i) {
-      acc += probs[i];
-      if (target < acc) {
-        result.token_id = order_[i];
-        break;
-      }
-    }
+    const double u =
+        uniform_draw(ctx.seed, ctx.prompt_token_ids.size() + ctx.output_token_ids.size());
+    const bool top_k = p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab;
+    result.token_id = top_k ? draw_from_top_k(logits, p, u) : draw_from_vocabulary(logits, p, u);
   }
 
   if (p.logprobs) {
-    const std::vector<float>& reported = raw_logprobs_;
-    result.logprob = reported[static_cast<size_t>(result.token_id)];
+    result.logprob = raw_logprobs_[static_cast<size_t>(result.token_id)];
     const size_t n = std::min(static_cast<size_t>(std::max(0, *p.logprobs)), vocab);
-    top_.resize(vocab);
-    std::iota(top_.begin(), top_.end(), 0);
-    std::partial_sort(top_.begin(), top_.begin() + static_cast<std::ptrdiff_t>(n), top_.end(),
-                      [&](int32_t a, int32_t b) {
-                        const float la = reported[static_cast<size_t>(a)];
-                        const float lb = reported[static_cast<size_t>(b)];
-                        return la > lb || (la == lb && a < b);
-                      });
-    for (size_t i = 0; i < n; ++i) {
-      result.top_logprobs.push_back({top_[i], reported[static_cast<size_t>(top_[i])]});
-    }
+    top_k_ids(raw_logprobs_, n, top_);
+    for (int32_t id : top_)
+      result.top_logprobs.push_back({id, raw_logprobs_[static_cast<size_t>(id)]});
   }
   return result;
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <set>
 #include <vector>
@@ -124,6 +125,93 @@ TEST(Sampler, TopKAndTopPNeverProduceExcludedTokens) {
   EXPECT_EQ(from_k, (std::set<int32_t>{0, 1, 6}));
   EXPECT_EQ(from_p, (std::set<int32_t>{0, 6}));
   EXPECT_EQ(from_m, (std::set<int32_t>{0, 6}));
+}
+
+// 3000 tokens: twelve likely ones over a long tail, the tail holding about an eighth of the
+// mass (so top-p cuts into the likely ones, and the tail's bound on candidates is exercised).
+std::vector<float> peaked_logits() {
+  std::vector<float> logits(3000, -9.0f);
+  for (int i = 0; i < 12; ++i)
+    logits[static_cast<size_t>(i * 250 + 7)] = 0.25f * static_cast<float>(i);
+  return logits;
+}
+
+// The reference: sort best first (ties to the lower id), cut top-k, then the top-p prefix of
+// the renormalized probabilities, then min-p against the best, and renormalize what is kept.
+std::vector<double> filtered_softmax(const std::vector<float>& logits, const SamplingParams& p) {
+  std::vector<int32_t> order(logits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[static_cast<size_t>(a)] > logits[static_cast<size_t>(b)];
+  });
+  size_t keep =
+      p.top_k > 0 ? std::min<size_t>(static_cast<size_t>(p.top_k), order.size()) : order.size();
+  std::vector<double> prob(keep);
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    prob[i] = std::exp(static_cast<double>(logits[static_cast<size_t>(order[i])]) / p.temperature);
+    sum += prob[i];
+  }
+  for (double& x : prob) x /= sum;
+  if (p.top_p < 1.0f) {
+    double cumulative = 0;
+    size_t n = 0;
+    while (n < keep) {
+      cumulative += prob[n++];
+      if (cumulative >= p.top_p) break;
+    }
+    keep = n;
+  }
+  size_t n = 1;
+  while (n < keep && prob[n] >= p.min_p * prob[0]) ++n;
+  keep = n;
+  std::vector<double> out(logits.size(), 0.0);
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i) kept += prob[i];
+  for (size_t i = 0; i < keep; ++i) out[static_cast<size_t>(order[i])] = prob[i] / kept;
+  return out;
+}
+
+// Pearson's chi-square of 30000 draws against the reference over the kept tokens, at the
+// 0.1 % level (Wilson-Hilferty's critical value), and never a token the filters drop.
+TEST(Sampler, FilteredSamplingMatchesTheRenormalizedReferenceByChiSquare) {
+  const std::vector<float> logits = peaked_logits();
+  struct Case {
+    float top_p, min_p;
+    int top_k;
+  };
+  for (const Case c : {Case{0.7f, 0.0f, 0}, Case{1.0f, 0.3f, 0}, Case{0.9f, 0.0f, 8},
+                       Case{0.95f, 0.1f, 0}, Case{1.0f, 0.0f, 0}}) {
+    Fixture f;
+    f.params.temperature = 0.9f;
+    f.params.top_p = c.top_p;
+    f.params.min_p = c.min_p;
+    f.params.top_k = c.top_k;
+    const std::vector<double> want = filtered_softmax(logits, f.params);
+    const int n = 30000;
+    std::vector<int> counts(logits.size(), 0);
+    for (int i = 0; i < n; ++i)
+      ++counts[static_cast<size_t>(f.draw(logits, static_cast<uint64_t>(i)).token_id)];
+    double chi2 = 0;
+    int bins = 0, outside = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      if (want[i] == 0.0) {
+        outside += counts[i];
+        continue;
+      }
+      const double expected = n * want[i];
+      if (expected < 5) continue;  // the tail of the unfiltered case: too rare to bin
+      chi2 += (counts[i] - expected) * (counts[i] - expected) / expected;
+      ++bins;
+    }
+    const std::string name = "top_p " + std::to_string(c.top_p) + " min_p " +
+                             std::to_string(c.min_p) + " top_k " + std::to_string(c.top_k);
+    EXPECT_EQ(outside, 0) << name;
+    ASSERT_GE(bins, 2) << name;
+    const double df = bins - 1, h = 2.0 / (9.0 * df);
+    const double critical = df * std::pow(1.0 - h + 3.09 * std::sqrt(h), 3.0);
+    EXPECT_LT(chi2, critical) << name << " over " << bins << " tokens";
+  }
 }
 
 TEST(Sampler, PenaltiesSteerAwayFromRepeatedTokens) {

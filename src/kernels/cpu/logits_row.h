@@ -1,0 +1,40 @@
+// Whole-vocabulary passes for the sampler: a Qwen2 logits row has 151,936 entries, and the
+// sampler sweeps it a few times per token. Each pass is one vectorized loop (AVX-512 or AVX2
+// when the CPU has it), and every path gives the same bits: exp is exp_nonpositive op for op,
+// and sums are kept in 16 lanes (lane j holds the elements i = j mod 16) within blocks of
+// kExpBlock elements, added lane by lane into a double per block.
+#pragma once
+
+#include <cstdint>
+
+namespace pagedllm::cpu {
+
+inline constexpr int64_t kExpBlock = 1024;
+
+// The largest value of x[0, n); -infinity when n is 0.
+float row_max(const float* x, int64_t n);
+
+// out[i] = exp(x[i] - shift) for a shift no smaller than any x[i], but exactly 0 where
+// x[i] - shift < -87 (below float's normal range), so that a masked -infinity logit keeps
+// probability 0. Returns the sum; block_sums (when not null, ceil(n / kExpBlock) entries) gets
+// each block's sum, which lets a draw find its block before scanning elements.
+double exp_shifted(const float* x, int64_t n, float shift, float* out, double* block_sums);
+
+// The first index i in [0, n) with x[i] > t, or n when there is none.
+int64_t first_above(const float* x, int64_t n, float t);
+
+// Writes the indices i in [0, n) with x[i] > t to out, in order; returns how many. out needs
+// room for n + 16 entries: the vector paths store whole registers.
+int64_t collect_above(const float* x, int64_t n, float t, int32_t* out);
+
+// The per-ISA forms, called by the functions above after the runtime check.
+float row_max_avx2(const float* x, int64_t n);
+double exp_shifted_avx2(const float* x, int64_t n, float shift, float* out, double* block_sums);
+int64_t first_above_avx2(const float* x, int64_t n, float t);
+int64_t collect_above_avx2(const float* x, int64_t n, float t, int32_t* out);
+float row_max_avx512(const float* x, int64_t n);
+double exp_shifted_avx512(const float* x, int64_t n, float shift, float* out, double* block_sums);
+int64_t first_above_avx512(const float* x, int64_t n, float t);
+int64_t collect_above_avx512(const float* x, int64_t n, float t, int32_t* out);
+
+}  // namespace pagedllm::cpu

@@ -1,0 +1,33 @@
+// Choosing among a vocabulary's tokens without sorting all of them: the k best by value, the
+// shortest best-first prefix that holds a given mass, and a draw in proportion to weight.
+// "Best first" is the order the sampler has always used: the larger value, then the lower id.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace pagedllm {
+
+// The k best ids of `values` (k <= values.size()), best first. A heap of the k best so far,
+// fed only by the values a vectorized scan finds above its worst: O(n) plus O(k log k) in
+// practice, where a partial sort compares every value with the heap.
+void top_k_ids(std::span<const float> values, size_t k, std::vector<int32_t>& ids);
+
+struct WeightedId {
+  float weight;
+  int32_t id;
+};
+
+// Reorders `items` so that its first n entries are the shortest best-first prefix (by weight,
+// ties to the lower id) whose weights add up to at least `mass`, and returns n: all of them when
+// their weights fall short, and at least one when there are any. A quickselect that carries the
+// mass: O(items) on average, sorting only the last few.
+size_t heaviest_prefix(std::span<WeightedId> items, double mass);
+
+// The id of the first item (in their order) whose running weight exceeds `target`; when
+// rounding leaves target unreached, the last one with a positive weight.
+int32_t draw_by_weight(std::span<const WeightedId> items, double target);
+
+}  // namespace pagedllm
