@@ -80,6 +80,11 @@ double median(std::vector<double> v) {
 int run_latency(LatencyOptions& o) {
   if (o.engine.max_num_batched_tokens < o.prompt_len)
     o.engine.max_num_batched_tokens = o.prompt_len;
+  // Without --max-model-len the pool is sized to the test, not to the model's full context
+  // (a 131072-token context would not fit a default pool): the warm-up's prompt and four
+  // decode steps, or the tg run's one-token prompt and its tokens, whichever is longer.
+  if (o.engine.max_model_len <= 0)
+    o.engine.max_model_len = std::max(std::max(o.prompt_len, 1) + 5, o.gen_len + 2);
   const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
   Engine& engine = *opened;
   std::mt19937 rng(1);
@@ -172,6 +177,7 @@ struct ThroughputOptions {
 };
 
 int run_throughput(ThroughputOptions& o) {
+  if (o.engine.max_model_len <= 0) o.engine.max_model_len = o.input_len + o.output_len;
   const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
   Engine& engine = *opened;
   std::mt19937 rng(2);

@@ -21,6 +21,7 @@
 #include "model/model_factory.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/load_tokenizer.h"
+#include "util/log.h"
 #include "util/progress_bar.h"
 
 namespace pagedllm {
@@ -96,8 +97,6 @@ struct Engine::Impl {
     s.max_num_seqs = o.max_num_seqs;
     s.max_num_batched_tokens = o.max_num_batched_tokens;
     s.enable_chunked_prefill = o.enable_chunked_prefill;
-    if (!s.enable_chunked_prefill)
-      s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_model_len);
     const DType weight_dtype =
         weights->layers.empty() ? DType::kF32 : weights->layers[0].w_up.dtype;
     kv_dtype = resolve_kv_dtype(o.kv_cache_dtype, weight_dtype);
@@ -109,12 +108,18 @@ struct Engine::Impl {
     auto kv_spec = [&](int blocks) {
       return model_kv_cache_spec(*weights, blocks, c.block_size, kv_dtype);
     };
-    if (c.num_blocks <= 0) {
+    const bool sized_from_budget = c.num_blocks <= 0;
+    if (sized_from_budget) {
       c.kv_cache_memory_bytes = static_cast<int64_t>(o.kv_cache_memory_gib * (1LL << 30));
       c.resolve_num_blocks(kv_spec(1).bytes_per_block());
+    }
+    if (o.max_model_len <= 0) fit_max_model_len_to_pool(mc.max_seq_len);
+    if (sized_from_budget) {
       // No point holding more than every sequence at full length, plus the null block.
       c.num_blocks = std::min(c.num_blocks, s.max_num_seqs * config.max_num_blocks_per_req() + 1);
     }
+    if (!s.enable_chunked_prefill)
+      s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_model_len);
     config.validate();
     tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
     kv_cache = std::make_unique<PagedKVCache>(kv_spec(c.num_blocks));
@@ -123,6 +128,22 @@ struct Engine::Impl {
                                    [&bar](size_t done, size_t total) { bar.update(done, total); }});
     model->bind_kv_cache(*kv_cache);
     core = std::make_unique<EngineCore>(config, *model);
+  }
+
+  // As llama.cpp does with a context that does not fit: a model whose own context is longer
+  // than the KV pool holds serves what fits (when --max-model-len was not given), and says so.
+  void fit_max_model_len_to_pool(int model_context) {
+    auto& s = config.scheduler;
+    const auto& c = config.cache;
+    const int64_t fits = static_cast<int64_t>(c.num_usable_blocks()) * c.block_size;
+    if (fits >= s.max_model_len || fits < c.block_size) return;
+    s.max_model_len = static_cast<int>(fits);
+    log_warning("engine", "the model's context of " + std::to_string(model_context) +
+                              " tokens does not fit the KV cache (" +
+                              std::to_string(c.num_usable_blocks()) + " blocks of " +
+                              std::to_string(c.block_size) + " tokens): max_model_len lowered to " +
+                              std::to_string(fits) +
+                              "; raise --kv-cache-memory, or set --max-model-len to choose");
   }
 
   std::string add(std::vector<int32_t> ids, const SamplingParams& params, std::string id) {

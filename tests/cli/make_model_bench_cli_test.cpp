@@ -102,5 +102,32 @@ TEST(BenchCli, LatencyAndThroughputReportJson) {
   EXPECT_NEAR(j["total_tokens_per_s"].get<double>() * elapsed, 8 * (16 + 8), 1e-3);
 }
 
+// Without --max-model-len the bench sizes the context to its test, not to the model's own
+// (2048 here): a pool of two usable blocks (32 tokens) runs a 16 + 8 test, and `serve` or any
+// other engine user that gave no length gets what fits, with a warning naming the numbers.
+TEST(BenchCli, WithoutMaxModelLenTheContextIsSizedToTheTest) {
+  const std::string model = test::model_path("stories260K/stories260K.gguf");
+  auto r = run_cli("bench latency --model " + model + " -p 16 -n 8 -r 1 --num-blocks 3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("max_model_len=21 "), std::string::npos) << r.err;
+  r = run_cli("bench throughput --model " + model +
+              " --num-prompts 4 --input-len 16 --output-len 8 --num-blocks 9 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("max_model_len=24 "), std::string::npos) << r.err;
+  // A length that was asked for and cannot fit is still an error, with the numbers.
+  r = run_cli("bench latency --model " + model +
+              " -p 16 -n 8 -r 1 --num-blocks 3 "
+              "--max-model-len 512");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("2 usable blocks but one 512-token request needs 32"), std::string::npos)
+      << r.err;
+  r = run_cli("generate --model " + model + " --prompt Once --max-tokens 4 --num-blocks 5");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("the model's context of 2048 tokens does not fit the KV cache (4 blocks of "
+                       "16 tokens): max_model_len lowered to 64"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace pagedllm

@@ -31,7 +31,7 @@ std::vector<float> logits_row(size_t n, uint32_t seed) {
   std::vector<float> row(n);
   for (float& l : row) l = spread(rng);
   for (size_t i = 3; i < n; i += 97) row[i] = -kInf;  // masked tokens
-  if (n > 5) row[5] = row[0];                          // a tie
+  if (n > 5) row[5] = row[0];                         // a tie
   return row;
 }
 

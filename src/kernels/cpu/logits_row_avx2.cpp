@@ -32,8 +32,8 @@ float row_max_avx2(const float* x, int64_t n) {
   __m256 m = lowest;
   for (int64_t i = 0; i < n; i += 8) {
     const __m256i mask = first_lanes(n - i);
-    const __m256 v = _mm256_blendv_ps(lowest, _mm256_maskload_ps(x + i, mask),
-                                      _mm256_castsi256_ps(mask));
+    const __m256 v =
+        _mm256_blendv_ps(lowest, _mm256_maskload_ps(x + i, mask), _mm256_castsi256_ps(mask));
     m = _mm256_max_ps(v, m);
   }
   alignas(32) float lanes[8];
