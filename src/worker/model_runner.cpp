@@ -1,8 +1,12 @@
 #include "worker/model_runner.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cassert>
+#include <exception>
 #include <limits>
+#include <mutex>
 #include <stdexcept>
 
 #include <random>
@@ -359,26 +363,50 @@ void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
   }
 }
 
-// Each row's logits rows in order, each sampled after the tokens before it are appended, so
-// penalties and seeds see the request's tokens as a one-token-per-step run would.
+// Rows are independent (a draw depends on its own request's seed and tokens), so a batch's rows
+// are sampled on the OpenMP threads once a row costs enough to pay for them: from this
+// vocabulary size on, a non-greedy row takes tens of microseconds.
+constexpr size_t kParallelSamplingVocab = 16384;
+
 void ModelRunner::sample_rows(const ModelInputs& in, size_t vocab) {
-  for (int row = 0; row < in.num_reqs; ++row) {
-    std::vector<SampledToken>& sampled = sampled_by_row_[static_cast<size_t>(row)];
-    sampled.clear();
-    // A partial prefill's sample would be discarded: skip it.
-    if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) continue;
-    CachedRequestState& s = *batch_.state(row);
-    for (int i = in.logits_start_loc[static_cast<size_t>(row)];
-         i < in.logits_start_loc[static_cast<size_t>(row) + 1]; ++i) {
-      const auto tokens = std::span<const int32_t>(s.token_ids);
-      const SamplingContext ctx{
-          &s.sampling_params, tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
-          tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)), s.eos_token_id, s.seed};
-      sampled.push_back(
-          sampler_.sample(std::span(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx));
-      batch_.append_token(row, sampled.back().token_id);
-      s.token_ids.push_back(sampled.back().token_id);
+  const int rows = in.num_reqs;
+  const bool parallel = rows > 1 && vocab >= kParallelSamplingVocab;
+  const int threads = parallel ? std::min(rows, omp_get_max_threads()) : 1;
+  if (samplers_.size() < static_cast<size_t>(threads))
+    samplers_.resize(static_cast<size_t>(threads));
+  // An exception must not leave an OpenMP region: the first is kept and rethrown after it.
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1) if (parallel)
+  for (int row = 0; row < rows; ++row) {
+    try {
+      sample_row(in, vocab, row, samplers_[static_cast<size_t>(omp_get_thread_num())]);
+    } catch (...) {
+      std::lock_guard lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
     }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+// The row's logits rows in order, each sampled after the tokens before it are appended, so
+// penalties and seeds see the request's tokens as a one-token-per-step run would.
+void ModelRunner::sample_row(const ModelInputs& in, size_t vocab, int row, Sampler& sampler) {
+  std::vector<SampledToken>& sampled = sampled_by_row_[static_cast<size_t>(row)];
+  sampled.clear();
+  // A partial prefill's sample would be discarded: skip it.
+  if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) return;
+  CachedRequestState& s = *batch_.state(row);
+  for (int i = in.logits_start_loc[static_cast<size_t>(row)];
+       i < in.logits_start_loc[static_cast<size_t>(row) + 1]; ++i) {
+    const auto tokens = std::span<const int32_t>(s.token_ids);
+    const SamplingContext ctx{
+        &s.sampling_params, tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
+        tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)), s.eos_token_id, s.seed};
+    sampled.push_back(
+        sampler.sample(std::span(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx));
+    batch_.append_token(row, sampled.back().token_id);
+    s.token_ids.push_back(sampled.back().token_id);
   }
 }
 

@@ -62,6 +62,7 @@ class ModelRunner {
   void compute_attention_mask();
   int padded_token_count(int n) const;
   void sample_rows(const ModelInputs& in, size_t vocab);
+  void sample_row(const ModelInputs& in, size_t vocab, int row, Sampler& sampler);
 
   EngineConfig config_;
   RunnerOptions options_;
@@ -80,7 +81,7 @@ class ModelRunner {
   std::vector<CachedRequestState*> scheduled_states_;
   std::vector<float> logits_;
   std::vector<std::vector<SampledToken>> sampled_by_row_;
-  Sampler sampler_;
+  std::vector<Sampler> samplers_;  // one per OpenMP thread that samples
 };
 
 }  // namespace pagedllm
