@@ -64,6 +64,7 @@ struct LatencyOptions {
   EngineOptions engine;
   int prompt_len = 512;
   int gen_len = 128;
+  int depth = 0;
   int reps = 5;
   bool json = false;
   bool bandwidth = false;
@@ -77,6 +78,31 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
+bool has_first_token(const std::vector<RequestOutput>& outputs, const std::string& id) {
+  for (const RequestOutput& out : outputs)
+    if (out.request_id == id && !out.new_token_ids.empty()) return true;
+  return false;
+}
+
+// pp: `tokens` new prompt tokens after `depth` tokens of context, as llama-bench's -d: the
+// context is prefilled by a request of its own first (untimed) and then served from the prefix
+// cache, so the timed request computes only the new tokens (and the context's last partial
+// block). With depth 0, one prompt from an empty cache.
+double time_prompt(Engine& engine, std::mt19937& rng, int depth, int tokens) {
+  std::vector<int32_t> prompt;
+  if (depth > 0) {
+    prompt = random_prompt(rng, depth, engine.vocab_size());
+    engine.add_request(prompt, fixed_length(1));
+    while (engine.has_unfinished_requests()) engine.step();
+  }
+  const std::vector<int32_t> fresh = random_prompt(rng, tokens, engine.vocab_size());
+  prompt.insert(prompt.end(), fresh.begin(), fresh.end());
+  engine.add_request(prompt, fixed_length(1));
+  const auto t0 = Clock::now();
+  while (engine.has_unfinished_requests()) engine.step();
+  return tokens / seconds_since(t0);
+}
+
 int run_latency(LatencyOptions& o) {
   if (o.engine.max_num_batched_tokens < o.prompt_len)
     o.engine.max_num_batched_tokens = o.prompt_len;
@@ -84,7 +110,9 @@ int run_latency(LatencyOptions& o) {
   // (a 131072-token context would not fit a default pool): the warm-up's prompt and four
   // decode steps, or the tg run's one-token prompt and its tokens, whichever is longer.
   if (o.engine.max_model_len <= 0)
-    o.engine.max_model_len = std::max(std::max(o.prompt_len, 1) + 5, o.gen_len + 2);
+    o.engine.max_model_len = o.depth + std::max(std::max(o.prompt_len, 1) + 5, o.gen_len + 2);
+  if (o.depth > 0 && o.prompt_len > 0 && !o.engine.enable_prefix_caching)
+    throw std::runtime_error("-d with pp needs prefix caching: the context is served from it");
   const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
   Engine& engine = *opened;
   std::mt19937 rng(1);
@@ -101,17 +129,15 @@ int run_latency(LatencyOptions& o) {
   }
   ProgressBar bar("bench latency");
   for (int r = 0; r < o.reps; ++r) {
-    // pp: one prompt from an empty cache, in one step.
-    if (o.prompt_len > 0) {
-      engine.add_request(random_prompt(rng, o.prompt_len, engine.vocab_size()), fixed_length(1));
-      const auto t0 = Clock::now();
-      while (engine.has_unfinished_requests()) engine.step();
-      pp.push_back(o.prompt_len / seconds_since(t0));
-    }
-    // tg: single-token decode steps at batch 1 from an (almost) empty context.
+    if (o.prompt_len > 0) pp.push_back(time_prompt(engine, rng, o.depth, o.prompt_len));
+    // tg: single-token decode steps at batch 1 after `depth` tokens of context (prefilled
+    // first, untimed).
     if (o.gen_len > 0) {
-      engine.add_request(std::vector<int32_t>{1}, fixed_length(o.gen_len + 1));
-      engine.step();  // the one-token prompt
+      const std::vector<int32_t> context =
+          o.depth > 0 ? random_prompt(rng, o.depth, engine.vocab_size()) : std::vector<int32_t>{1};
+      const std::string id = engine.add_request(context, fixed_length(o.gen_len + 1));
+      while (!has_first_token(engine.step(), id)) {
+      }
       const auto t0 = Clock::now();
       while (engine.has_unfinished_requests()) engine.step();
       tg.push_back(o.gen_len / seconds_since(t0));
@@ -131,12 +157,14 @@ int run_latency(LatencyOptions& o) {
     j["threads"] = o.engine.threads;
     j["prompt_len"] = o.prompt_len;
     j["gen_len"] = o.gen_len;
+    j["depth"] = o.depth;
     j["reps"] = o.reps;
     j["pp_tokens_per_s"] = p.mean;
     j["pp_tokens_per_s_stddev"] = p.stddev;
     j["tg_tokens_per_s"] = t.mean;
     j["tg_tokens_per_s_stddev"] = t.stddev;
     j["weight_bytes"] = engine.weight_bytes();
+    j["prefix_cache_hit_tokens"] = engine.stats().prefix_cache_hits;  // the depth, served
     if (probe) {
       j["read_gb_per_s"] = median(read_gbps);
       j["tg_weight_gb_per_s"] = median(tg) * weight_gb;
@@ -147,7 +175,7 @@ int run_latency(LatencyOptions& o) {
     // Padded by display columns: "±" is two bytes but one column.
     auto row = [](const std::string& test, const std::string& value) {
       const size_t columns = value.size() - (value.find("±") == std::string::npos ? 0 : 1);
-      std::printf("| %-8s | %*s%s |\n", test.c_str(),
+      std::printf("| %-14s | %*s%s |\n", test.c_str(),
                   static_cast<int>(20 - std::min<size_t>(columns, 20)), "", value.c_str());
     };
     auto mean_sd = [](const MeanStd& s) {
@@ -155,9 +183,11 @@ int run_latency(LatencyOptions& o) {
       std::snprintf(buf, sizeof buf, "%.2f ± %.2f", s.mean, s.stddev);
       return std::string(buf);
     };
-    std::printf("| test     |                  t/s |\n|----------|----------------------|\n");
-    if (o.prompt_len > 0) row("pp" + std::to_string(o.prompt_len), mean_sd(p));
-    if (o.gen_len > 0) row("tg" + std::to_string(o.gen_len), mean_sd(t));
+    std::printf(
+        "| test           |                  t/s |\n|----------------|----------------------|\n");
+    const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
+    if (o.prompt_len > 0) row("pp" + std::to_string(o.prompt_len) + at, mean_sd(p));
+    if (o.gen_len > 0) row("tg" + std::to_string(o.gen_len) + at, mean_sd(t));
     if (probe && o.gen_len > 0) {
       std::printf(
           "tg reads %.3f GB of weights per token: %.1f GB/s, %.0f %% of the %.1f GB/s "
@@ -243,6 +273,11 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   add_engine_flags(l, lat->engine);
   l->add_option("-p,--prompt-len", lat->prompt_len, "Prompt tokens for pp")->capture_default_str();
   l->add_option("-n,--gen-len", lat->gen_len, "Generated tokens for tg")->capture_default_str();
+  l->add_option("-d,--depth", lat->depth,
+                "Tokens of context already there before pp and tg run (as llama-bench -d): "
+                "pp's context comes from the prefix cache, tg's is prefilled untimed")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   l->add_option("-r,--reps", lat->reps, "Repetitions")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

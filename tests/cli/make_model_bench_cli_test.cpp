@@ -102,6 +102,26 @@ TEST(BenchCli, LatencyAndThroughputReportJson) {
   EXPECT_NEAR(j["total_tokens_per_s"].get<double>() * elapsed, 8 * (16 + 8), 1e-3);
 }
 
+// -d as llama-bench's: pp runs after 64 tokens of context served from the prefix cache (four
+// blocks of 16 per repetition), tg after 64 tokens prefilled untimed.
+TEST(BenchCli, LatencyAtADepthServesTheContextFromThePrefixCache) {
+  const std::string model = test::model_path("stories260K/stories260K.gguf");
+  auto r = run_cli("bench latency --model " + model + " -p 16 -n 8 -d 64 -r 3 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["depth"], 64);
+  EXPECT_EQ(j["prefix_cache_hit_tokens"], 3 * 64);
+  EXPECT_GT(j["pp_tokens_per_s"].get<double>(), 0.0);
+  EXPECT_GT(j["tg_tokens_per_s"].get<double>(), 0.0);
+  r = run_cli("bench latency --model " + model + " -p 16 -n 8 -d 64 -r 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| pp16 @ d64 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tg8 @ d64 "), std::string::npos) << r.out;
+  r = run_cli("bench latency --model " + model + " -p 16 -n 8 -d 64 --no-prefix-caching");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("-d with pp needs prefix caching"), std::string::npos) << r.err;
+}
+
 // Without --max-model-len the bench sizes the context to its test, not to the model's own
 // (2048 here): a pool of two usable blocks (32 tokens) runs a 16 + 8 test, and `serve` or any
 // other engine user that gave no length gets what fits, with a warning naming the numbers.
