@@ -39,9 +39,9 @@ TEST(ParallelSampling, SeededRowsDrawTheSameTokensBatchedAsAlone) {
   }
   std::vector<std::vector<int32_t>> alone;
   for (int k = 0; k < 16; ++k) {
-    alone.push_back(engine.generate({prompts[static_cast<size_t>(k)]},
-                                    params[static_cast<size_t>(k)])[0]
-                        .token_ids);
+    alone.push_back(
+        engine.generate({prompts[static_cast<size_t>(k)]}, params[static_cast<size_t>(k)])[0]
+            .token_ids);
   }
   for (int k = 0; k < 16; ++k) {
     engine.add_request(prompts[static_cast<size_t>(k)], params[static_cast<size_t>(k)],
