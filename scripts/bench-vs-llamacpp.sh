@@ -1,0 +1,294 @@
+#!/bin/bash
+# pagedllm side by side with llama.cpp and ik_llama.cpp on the same GGUF files (issue 30, "The
+# comparison"): per model file and round, the three engines run one after the other (the order
+# rotates round by round, so that a noisy minute hits all three) on
+#   pp512    llama-bench -p 512 -n 0             | pagedllm bench latency -p 512 -n 0
+#   tg128    llama-bench -p 0 -n 128             | pagedllm bench latency -p 0 -n 128
+#   tg128@dD (only with DEPTHS) llama-bench -d D, ik_llama.cpp -gp D,128 | bench latency -d D
+#   batched  llama-batched-bench -npp 128 -ntg 128 -npl 32, column "S t/s" (prompt + generated
+#            tokens over the whole time) | pagedllm bench throughput, total_tokens_per_s
+# then prints one Markdown table of the medians over the rounds and the ratio of pagedllm to the
+# faster peer, with the machine, the ISA, the date and every engine's commit.
+#
+# Usage: LLAMA_CPP_DIR=/path/llama.cpp/build/bin IK_LLAMA_DIR=/path/ik_llama.cpp/build/bin \
+#          scripts/bench-vs-llamacpp.sh
+# The peers are built outside this repository from their public sources (the script downloads
+# nothing), CPU-only, Release, for example
+#   cmake -B build -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DCMAKE_BUILD_TYPE=Release \
+#     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF       (llama.cpp)
+#   cmake -B build -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DCMAKE_BUILD_TYPE=Release \
+#     -DLLAMA_CURL=OFF -DGGML_IQK_FA_ALL_QUANTS=OFF                              (ik_llama.cpp)
+#   cmake --build build -j2 --target llama-bench llama-batched-bench llama-quantize llama-server
+# and, to compare the AVX2 paths on an AVX-512 host, once more with -DGGML_NATIVE=OFF
+# -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF, run with those
+# build/bin folders and PAGEDLLM_ISA=avx2.
+#
+# Environment (defaults in brackets):
+#   LLAMA_CPP_DIR  llama.cpp's build/bin (llama-bench, llama-batched-bench, llama-quantize)
+#                  [/tmp/peers/llama.cpp/build/bin]; empty or missing: that column is skipped
+#   IK_LLAMA_DIR   ik_llama.cpp's build/bin [/tmp/peers/ik_llama.cpp/build/bin]; likewise
+#   QUANTIZE       the llama-quantize that makes BF16/Q8_0/Q4_0/Q4_K_M from the f32 file
+#                  [llama.cpp's, else ik_llama.cpp's]
+#   PAGEDLLM       [./build/pagedllm]      PAGEDLLM_ISA  passed through (avx2, avx512, ...)
+#   ROUNDS [3]  THREADS [2]
+#   MODELS ["llama-110m-f32 llama-110m-bf16 llama-110m-q8_0 llama-110m-q4_0 llama-110m-q4_k_m"]
+#                  <preset>-<f32|bf16|q8_0|q4_0|q4_k_m>; llama-1b-* too
+#   MODEL_DIR      where the GGUF files are made, or reused when there [$RESULTS/models]
+#   RESULTS        results folder [/tmp/bench-vs-llamacpp]; each run writes run-<UTC time>/
+#                  with results.jsonl (one line per engine, model, shape and round), raw/ (every
+#                  engine's own output) and table.md
+#   PP [512] TG [128]               pp and tg lengths
+#   DEPTHS [""]                     e.g. "4096 16384": also tg$TG after that many tokens
+#   BPP [128] BTG [128] NPL [32]    batched: NPL sequences of BPP prompt + BTG generated tokens
+#   LLAMA_CPP_BENCH_ARGS [""]  LLAMA_CPP_BATCHED_ARGS [""]   extra llama-bench and
+#                                   llama-batched-bench flags for llama.cpp (flash attention is
+#                                   "auto" there: on for the CPU)
+#   IK_BENCH_ARGS ["-fa 1 -rtr 1"]  IK_BATCHED_ARGS ["-fa 1 -rtr"]   the same for ik_llama.cpp:
+#                                   flash attention and run-time repacking; its llama-bench
+#                                   takes a value after -rtr, its common flags (batched-bench,
+#                                   server) take none
+#   BANDWIDTH [1]                   pagedllm's tg runs with --bandwidth; its median streaming
+#                                   read (GB/s) is printed with the machine
+# Smoke test: ROUNDS=1 MODELS=llama-110m-q4_0 PP=64 TG=16 BPP=32 BTG=16 NPL=4
+#
+# One full round of one llama-110m file takes about 1-2 minutes on 2 threads (pp512, tg128 and
+# 32 x 256 tokens for three engines, plus the models' load and ik_llama.cpp's repacking); the
+# default 5 files x 3 rounds, about 20-30 minutes. Quirks worth knowing:
+# - llama-bench's tg128 starts from an empty context, as pagedllm's (a one-token prompt, then
+#   128 timed decode steps); both do one untimed warm-up.
+# - llama-batched-bench decodes BTG steps after the prefill; pagedllm's first output token comes
+#   with the prefill, so it runs BTG - 1 decode steps for the same token count.
+# - ik_llama.cpp's llama-batched-bench prints its table on stderr, llama.cpp's on stdout: both
+#   streams are kept. llama-batched-bench's -c is NPL * (BPP + BTG).
+# - -rtr makes ik_llama.cpp repack the weights at load (and turns mmap off): load time grows,
+#   the timed runs do not include it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LLAMA_CPP_DIR=${LLAMA_CPP_DIR-/tmp/peers/llama.cpp/build/bin}
+IK_LLAMA_DIR=${IK_LLAMA_DIR-/tmp/peers/ik_llama.cpp/build/bin}
+PAGEDLLM=${PAGEDLLM:-./build/pagedllm}
+ROUNDS=${ROUNDS:-3}
+THREADS=${THREADS:-2}
+MODELS=${MODELS:-"llama-110m-f32 llama-110m-bf16 llama-110m-q8_0 llama-110m-q4_0 llama-110m-q4_k_m"}
+RESULTS=${RESULTS:-/tmp/bench-vs-llamacpp}
+MODEL_DIR=${MODEL_DIR:-$RESULTS/models}
+PP=${PP:-512} TG=${TG:-128} DEPTHS=${DEPTHS:-}
+BPP=${BPP:-128} BTG=${BTG:-128} NPL=${NPL:-32}
+LLAMA_CPP_BENCH_ARGS=${LLAMA_CPP_BENCH_ARGS:-} LLAMA_CPP_BATCHED_ARGS=${LLAMA_CPP_BATCHED_ARGS:-}
+IK_BENCH_ARGS=${IK_BENCH_ARGS-"-fa 1 -rtr 1"} IK_BATCHED_ARGS=${IK_BATCHED_ARGS-"-fa 1 -rtr"}
+BANDWIDTH=${BANDWIDTH:-1}
+CTX=$((NPL * (BPP + BTG)))
+
+[ -x "$PAGEDLLM" ] || { echo "$0: no pagedllm binary at $PAGEDLLM (make build)" >&2; exit 2; }
+PAGEDLLM=$(realpath "$PAGEDLLM")
+mkdir -p "$RESULTS" "$MODEL_DIR"
+RESULTS=$(realpath "$RESULTS") MODEL_DIR=$(realpath "$MODEL_DIR")
+run_dir=$RESULTS/run-$(date -u +%Y%m%dT%H%M%SZ)
+raw=$run_dir/raw
+mkdir -p "$raw"
+out=$run_dir/results.jsonl
+: >"$out"
+
+# The peers that are there: engine name -> its build/bin folder.
+engines=(pagedllm)
+declare -A bindir=() commit=() notes=()
+peer() {  # NAME DIR VARIABLE
+  if [ -n "$2" ] && [ -x "$2/llama-bench" ] && [ -x "$2/llama-batched-bench" ]; then
+    engines+=("$1")
+    bindir[$1]=$(realpath "$2")
+    commit[$1]=$(git -C "${bindir[$1]}" rev-parse --short=9 HEAD 2>/dev/null || echo unknown)
+  else
+    notes[$1]="$1 skipped: no llama-bench and llama-batched-bench in '$2' ($3)"
+    echo "${notes[$1]}" >&2
+  fi
+}
+peer llama.cpp "$LLAMA_CPP_DIR" LLAMA_CPP_DIR
+peer ik_llama.cpp "$IK_LLAMA_DIR" IK_LLAMA_DIR
+commit[pagedllm]=$(git rev-parse --short HEAD)
+
+QUANTIZE=${QUANTIZE:-}
+for d in "$LLAMA_CPP_DIR" "$IK_LLAMA_DIR"; do
+  if [ -z "$QUANTIZE" ] && [ -n "$d" ] && [ -x "$d/llama-quantize" ]; then
+    QUANTIZE=$d/llama-quantize
+  fi
+done
+
+model_file() {  # MODEL -> the GGUF file, made if missing
+  local m=$1 preset=${1%-*} dtype=${1##*-} f32 file qtype
+  f32=$MODEL_DIR/$preset-f32.gguf
+  file=$MODEL_DIR/$m.gguf
+  if [ ! -f "$f32" ]; then
+    "$PAGEDLLM" make-model --preset "$preset" --dtype f32 --out "$f32.tmp" >&2
+    mv "$f32.tmp" "$f32"
+  fi
+  if [ ! -f "$file" ]; then
+    case $dtype in
+      bf16) qtype=BF16 ;; q8_0) qtype=Q8_0 ;; q4_0) qtype=Q4_0 ;; q4_k_m) qtype=Q4_K_M ;;
+      *) echo "$0: unknown format '$dtype' in $m (f32 bf16 q8_0 q4_0 q4_k_m)" >&2; exit 2 ;;
+    esac
+    [ -n "$QUANTIZE" ] || { echo "$0: no llama-quantize to make $m" >&2; exit 2; }
+    "$QUANTIZE" "$f32" "$file.tmp" "$qtype" "$THREADS" >"$raw/quantize-$m.log" 2>&1 ||
+      { tail -20 "$raw/quantize-$m.log" >&2; exit 1; }
+    mv "$file.tmp" "$file"
+  fi
+  echo "$file"
+}
+
+record() {  # ENGINE MODEL SHAPE ROUND VALUE RAW_FILE  (VALUE null: that run failed)
+  printf '{"engine":"%s","model":"%s","shape":"%s","round":%s,"tokens_per_s":%s,"raw":"%s"}\n' \
+    "$@" >>"$out"
+  [ "$5" != null ] || echo "$0: $1 $2 $3 failed; see $6 and the .log beside it" >&2
+}
+
+# llama-bench -o json: an array of tests; avg_ts of the one with N_PROMPT prompt and N_GEN
+# generated tokens (ik_llama.cpp's -gp D,N test has n_prompt D and n_gen N).
+bench_ts() {  # FILE N_PROMPT N_GEN
+  /usr/bin/python3 -c '
+import json, sys
+for t in json.load(open(sys.argv[1])):
+    if t["n_prompt"] == int(sys.argv[2]) and t["n_gen"] == int(sys.argv[3]):
+        print(t["avg_ts"]); break
+else:
+    sys.exit(1)' "$@" 2>/dev/null || echo null
+}
+json_field() {  # FILE KEY: the key of the last line (pagedllm --json prints one object)
+  /usr/bin/python3 -c '
+import json, sys
+print(json.dumps(json.loads(open(sys.argv[1]).read().splitlines()[-1])[sys.argv[2]]))' "$@" 2>/dev/null ||
+    echo null
+}
+# llama-batched-bench's table row "| PP | TG | B | N_KV | T_PP s | S_PP t/s | T_TG s | S_TG t/s |
+# T s | S t/s |" for this shape: its last column.
+batched_ts() {
+  awk -F'|' -v pp="$BPP" -v tg="$BTG" -v pl="$NPL" '
+    NF >= 12 && $2 + 0 == pp && $3 + 0 == tg && $4 + 0 == pl { v = $11 + 0 }
+    END { if (v == "") print "null"; else print v }' "$1"
+}
+
+run_engine() {  # ENGINE MODEL FILE ROUND
+  local e=$1 m=$2 f=$3 r=$4 base d bin
+  base=$raw/$m-$e-r$r
+  if [ "$e" = pagedllm ]; then
+    local bw=()
+    [ "$BANDWIDTH" = 1 ] && bw=(--bandwidth)
+    "$PAGEDLLM" bench latency --model "$f" -p "$PP" -n "$TG" -r 1 --threads "$THREADS" --json \
+      "${bw[@]}" >"$base-latency.json" 2>"$base-latency.log" || true
+    record "$e" "$m" "pp$PP" "$r" "$(json_field "$base-latency.json" pp_tokens_per_s)" \
+      "$base-latency.json"
+    record "$e" "$m" "tg$TG" "$r" "$(json_field "$base-latency.json" tg_tokens_per_s)" \
+      "$base-latency.json"
+    if [ "$BANDWIDTH" = 1 ]; then
+      printf '{"engine":"pagedllm","model":"%s","shape":"read_gb_per_s","round":%s,"value":%s}\n' \
+        "$m" "$r" "$(json_field "$base-latency.json" read_gb_per_s)" >>"$out"
+    fi
+    for d in $DEPTHS; do
+      "$PAGEDLLM" bench latency --model "$f" -p 0 -n "$TG" -d "$d" -r 1 --threads "$THREADS" \
+        --json >"$base-tg-d$d.json" 2>"$base-tg-d$d.log" || true
+      record "$e" "$m" "tg$TG@d$d" "$r" "$(json_field "$base-tg-d$d.json" tg_tokens_per_s)" \
+        "$base-tg-d$d.json"
+    done
+    "$PAGEDLLM" bench throughput --model "$f" --num-prompts "$NPL" --input-len "$BPP" \
+      --output-len "$BTG" --threads "$THREADS" --json >"$base-batched.json" \
+      2>"$base-batched.log" || true
+    record "$e" "$m" "batched" "$r" "$(json_field "$base-batched.json" total_tokens_per_s)" \
+      "$base-batched.json"
+    return
+  fi
+  local -a x=() xb=()  # the engine's extra flags (llama-bench, llama-batched-bench)
+  if [ "$e" = ik_llama.cpp ]; then
+    read -ra x <<<"$IK_BENCH_ARGS"
+    read -ra xb <<<"$IK_BATCHED_ARGS"
+  else
+    read -ra x <<<"$LLAMA_CPP_BENCH_ARGS"
+    read -ra xb <<<"$LLAMA_CPP_BATCHED_ARGS"
+  fi
+  bin=${bindir[$e]}
+  # The peers run in the raw folder: whatever log file they leave stays there.
+  (cd "$raw" && "$bin/llama-bench" -m "$f" -p "$PP" -n "$TG" -r 1 -t "$THREADS" -o json "${x[@]}" \
+    >"$base-latency.json" 2>"$base-latency.log") || true
+  record "$e" "$m" "pp$PP" "$r" "$(bench_ts "$base-latency.json" "$PP" 0)" "$base-latency.json"
+  record "$e" "$m" "tg$TG" "$r" "$(bench_ts "$base-latency.json" 0 "$TG")" "$base-latency.json"
+  for d in $DEPTHS; do
+    local depth=(-p 0 -n "$TG" -d "$d") want=(0 "$TG")
+    if [ "$e" = ik_llama.cpp ]; then  # no -d there: -gp D,N times N tokens after D
+      depth=(-p 0 -n 0 -gp "$d,$TG") want=("$d" "$TG")
+    fi
+    (cd "$raw" && "$bin/llama-bench" -m "$f" "${depth[@]}" -r 1 -t "$THREADS" -o json "${x[@]}" \
+      >"$base-tg-d$d.json" 2>"$base-tg-d$d.log") || true
+    record "$e" "$m" "tg$TG@d$d" "$r" "$(bench_ts "$base-tg-d$d.json" "${want[@]}")" \
+      "$base-tg-d$d.json"
+  done
+  (cd "$raw" && "$bin/llama-batched-bench" -m "$f" -c "$CTX" -b 2048 -ub 512 -npp "$BPP" \
+    -ntg "$BTG" -npl "$NPL" -t "$THREADS" "${xb[@]}" >"$base-batched.txt" 2>&1) || true
+  record "$e" "$m" "batched" "$r" "$(batched_ts "$base-batched.txt")" "$base-batched.txt"
+}
+
+for m in $MODELS; do
+  f=$(model_file "$m")
+  for ((r = 1; r <= ROUNDS; ++r)); do
+    n=${#engines[@]}
+    for ((i = 0; i < n; ++i)); do  # the order rotates: round 2 starts with the second engine
+      e=${engines[$(((i + r - 1) % n))]}
+      echo "$m: round $r/$ROUNDS: $e" >&2
+      run_engine "$e" "$m" "$f" "$r"
+    done
+  done
+done
+
+isa_flags=$(grep -o -w -E 'avx2|avx512f|avx512_vnni|avx512_bf16|amx_tile|amx_bf16|amx_int8' \
+  <(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n') | tr '\n' ' ' || true)
+pagedllm_isa=$(grep -h -m1 -o 'isa=[^ ]*' "$raw"/*-pagedllm-r*-latency.log 2>/dev/null | head -1 || true)
+{
+  echo "Machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; ISA flags: ${isa_flags:-none}"
+  echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'); threads: $THREADS; rounds: $ROUNDS (medians)"
+  echo "pagedllm $(git rev-parse --short HEAD) (${pagedllm_isa:-isa=?}, PAGEDLLM_ISA=${PAGEDLLM_ISA:-unset})"
+  for e in llama.cpp ik_llama.cpp; do
+    if [ -n "${bindir[$e]:-}" ]; then
+      a=$LLAMA_CPP_BENCH_ARGS b=$LLAMA_CPP_BATCHED_ARGS
+      [ "$e" = ik_llama.cpp ] && a=$IK_BENCH_ARGS b=$IK_BATCHED_ARGS
+      echo "$e ${commit[$e]} (${bindir[$e]}; llama-bench flags: ${a:-none}; llama-batched-bench flags: ${b:-none})"
+    else
+      echo "${notes[$e]}"
+    fi
+  done
+  if [ -n "$QUANTIZE" ]; then
+    qdir=$(dirname "$(realpath "$QUANTIZE")")
+    echo "Quantized files made by $QUANTIZE ($(git -C "$qdir" rev-parse --short=9 HEAD 2>/dev/null ||
+      echo unknown)); files in $MODEL_DIR"
+  fi
+  echo "Batched: $NPL x ($BPP + $BTG) tokens, prompt + generated tokens per second (llama-batched-bench S t/s, pagedllm total_tokens_per_s)"
+  echo
+  /usr/bin/python3 - "$out" <<'PY'
+import json, statistics, sys
+rows, bw, order = {}, [], []
+for line in open(sys.argv[1]):
+    x = json.loads(line)
+    if x["shape"] == "read_gb_per_s":
+        if x["value"] is not None:
+            bw.append(x["value"])
+        continue
+    key = (x["model"], x["shape"])
+    if key not in rows:
+        order.append(key)
+    rows.setdefault(key, {}).setdefault(x["engine"], []).append(x["tokens_per_s"])
+peers = ["llama.cpp", "ik_llama.cpp"]
+print("| model | shape | pagedllm median | llama.cpp median | ik_llama.cpp median | pagedllm / faster peer |")
+print("|---|---|---|---|---|---|")
+for key in order:
+    med = {e: statistics.median(ok) for e, v in rows[key].items()
+           if (ok := [t for t in v if t is not None])}
+    def cell(e):
+        if e in med:
+            n = sum(t is None for t in rows[key][e])
+            return f"{med[e]:.1f}" + (f" ({n} failed)" if n else "")
+        return "failed" if e in rows[key] else "skipped"
+    best = max((med[e] for e in peers if e in med), default=None)
+    ratio = f"{med['pagedllm'] / best:.2f}x" if best and "pagedllm" in med else "—"
+    print(f"| {key[0]} | {key[1]} | {cell('pagedllm')} | {cell('llama.cpp')} | {cell('ik_llama.cpp')} | {ratio} |")
+if bw:
+    print(f"\npagedllm's bandwidth probe (streaming read after each tg run): median {statistics.median(bw):.1f} GB/s")
+PY
+  echo
+  echo "Raw results: $out"
+} | tee "$run_dir/table.md"
