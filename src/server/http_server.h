@@ -27,6 +27,7 @@ struct HttpOptions {
   std::vector<std::string> allowed_origins;  // CORS; "*" allows any
   size_t max_body_bytes = 8u << 20;
   int http_threads = 512;  // connections served at once (each stream holds one)
+  bool webui = true;       // the chat page at / (webui/, embedded at build time)
 };
 
 class HttpServer {
@@ -50,9 +51,12 @@ class HttpServer {
   bool wait_for_streams(std::chrono::milliseconds timeout);
   void stop();
   int port() const { return port_; }
+  // Whether / answers with the chat page: asked for, and built into this binary.
+  bool serves_webui() const;
 
  private:
   void register_routes();
+  void register_webui_routes();
   void log_rejection(const httplib::Request& req, const httplib::Response& res);
   std::string allowed_origin(const std::string& origin) const;
 
