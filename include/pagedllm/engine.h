@@ -107,6 +107,8 @@ class Engine {
   std::string describe() const;
   // Bytes of packed linear weights each forward pass reads (decode's memory floor).
   size_t weight_bytes() const;
+  // Tokens the KV pool holds: its usable blocks times the block size.
+  int64_t kv_cache_tokens() const;
 
  private:
   struct Impl;

@@ -68,10 +68,13 @@ struct Engine::Impl {
   static DType resolve_kv_dtype(const std::string& name, DType weights) {
     if (name == "f32" || name == "float32") return DType::kF32;
     if (name == "bf16" || name == "bfloat16") return DType::kBF16;
+    // vLLM's fp8: E4M3 with unit scales (no calibration), a quarter of f32's bytes.
+    if (name == "fp8" || name == "fp8_e4m3") return DType::kF8E4M3;
     if (name == "auto") {
       return weights == DType::kBF16 || weights == DType::kF16 ? DType::kBF16 : DType::kF32;
     }
-    throw ConfigError("kv_cache_dtype must be auto, f32 or bf16, got '" + name + "'");
+    throw ConfigError("kv_cache_dtype must be auto, f32, bf16 or fp8 (fp8_e4m3), got '" + name +
+                      "'");
   }
 
   explicit Impl(const EngineOptions& o) : options(o) {
@@ -287,6 +290,11 @@ std::string Engine::decode(std::span<const int32_t> ids, bool skip_special) cons
 int Engine::vocab_size() const {
   return impl_->weights->config.vocab_size;
 }
+int64_t Engine::kv_cache_tokens() const {
+  const auto& c = impl_->config.cache;
+  return static_cast<int64_t>(c.num_usable_blocks()) * c.block_size;
+}
+
 int Engine::max_model_len() const {
   return impl_->config.scheduler.max_model_len;
 }
@@ -340,7 +348,11 @@ std::string Engine::describe() const {
   const auto mib = [&](int64_t blocks) {
     return static_cast<double>(impl_->kv_cache->spec().bytes_per_block() * blocks) / (1 << 20);
   };
-  os << mib(c.cache.num_blocks) << " MiB " << (impl_->kv_dtype == DType::kBF16 ? "bf16" : "f32");
+  const DType kv = impl_->kv_dtype;
+  os << mib(c.cache.num_blocks) << " MiB "
+     << (kv == DType::kBF16     ? "bf16"
+         : kv == DType::kF8E4M3 ? "fp8_e4m3"
+                                : "f32");
   // Why the pool has this size: what every sequence at full length needs, and the budget.
   if (impl_->options.num_blocks > 0) {
     os << ", --num-blocks";

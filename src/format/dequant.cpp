@@ -67,6 +67,9 @@ void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n) {
     case DType::kBF16:
       for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
       return;
+    case DType::kF8E4M3:
+      for (int64_t i = 0; i < n; ++i) dst[i] = fp8_e4m3_to_f32(src[i]);
+      return;
     default:
       dequantize_blocks(dtype, src, dst, n);
       return;
@@ -84,6 +87,9 @@ void quantize_row(DType dtype, const float* src, uint8_t* dst, int64_t n) {
       return;
     case DType::kBF16:
       for (int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, f32_to_bf16(src[i]));
+      return;
+    case DType::kF8E4M3:
+      for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_fp8_e4m3(src[i]);
       return;
     default:
       quantize_blocks(dtype, src, dst, n);

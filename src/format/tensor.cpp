@@ -20,6 +20,8 @@ const char* to_string(DType dtype) {
       return "Q5_K";
     case DType::kQ6_K:
       return "Q6_K";
+    case DType::kF8E4M3:
+      return "F8_E4M3";
   }
   return "?";
 }
@@ -42,6 +44,8 @@ size_t block_bytes(DType dtype) {
   switch (dtype) {
     case DType::kF32:
       return 4;
+    case DType::kF8E4M3:
+      return 1;
     case DType::kF16:
     case DType::kBF16:
       return 2;

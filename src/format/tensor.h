@@ -8,7 +8,8 @@
 namespace pagedllm {
 
 // Q4_K, Q5_K and Q6_K are llama.cpp's k-quants: super-blocks of 256 with sub-block scales.
-enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K };
+// kF8E4M3 is OCP FP8 E4M3 (torch.float8_e4m3fn), used for the 8-bit KV cache.
+enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K, kQ5_K, kQ6_K, kF8E4M3 };
 
 inline bool is_block_quantized(DType d) {
   return d == DType::kQ8_0 || d == DType::kQ4_0 || d == DType::kQ4_K || d == DType::kQ5_K ||

@@ -23,8 +23,8 @@ void touch_in_parallel(uint8_t* p, size_t bytes) {
 }  // namespace
 
 PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
-  if (spec.dtype != DType::kF32 && spec.dtype != DType::kBF16) {
-    throw std::invalid_argument("KV cache dtype must be f32 or bf16");
+  if (spec.dtype != DType::kF32 && spec.dtype != DType::kBF16 && spec.dtype != DType::kF8E4M3) {
+    throw std::invalid_argument("KV cache dtype must be f32, bf16 or fp8 (E4M3)");
   }
   if (spec.head_size <= 0 || spec.head_size > 512) {
     throw std::invalid_argument("head_size must be in [1, 512] for the CPU attention kernel");

@@ -158,6 +158,8 @@ uint32_t gguf_file_type(DType d) {
       return 18;
     case DType::kBF16:
       return 32;
+    case DType::kF8E4M3:  // a KV-cache format only: no weights are exported in it
+      return 0;
   }
   return 0;
 }

@@ -69,7 +69,8 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
   std::vector<float> out(q.size());
   cpu::AttentionBatch batch{1, qsl, positions, blocks, static_cast<int>(blocks.size())};
   cpu::paged_attention(q.data(), 1, batch, cache.layer(0), out.data());
-  const double tol = dtype == DType::kBF16 ? 2e-2 : 1e-5;
+  // fp8 E4M3 keeps 3 mantissa bits: each K and V within 1/16 of itself.
+  const double tol = dtype == DType::kBF16 ? 2e-2 : dtype == DType::kF8E4M3 ? 0.15 : 1e-5;
   for (int p = 0; p < len; ++p) {
     const std::vector<float> qp(q.begin() + p * D, q.begin() + (p + 1) * D);
     const auto ref = dense_attention(qp, k, v, p + 1, D);
@@ -117,12 +118,14 @@ void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType
   }
   const auto stored = [&](const void* base, size_t index) {
     if (dtype == DType::kF32) return static_cast<const float*>(base)[index];
+    if (dtype == DType::kF8E4M3) return fp8_e4m3_to_f32(static_cast<const uint8_t*>(base)[index]);
     return bf16_to_f32(static_cast<const uint16_t*>(base)[index]);
   };
   const auto expected = [&](float x) {
+    if (dtype == DType::kF8E4M3) return fp8_e4m3_to_f32(f32_to_fp8_e4m3(x));
     return dtype == DType::kF32 ? x : bf16_to_f32(f32_to_bf16(x));
   };
-  size_t written = 0;
+  size_t written = 0, written_nonzero = 0;  // fp8 rounds the smallest values to 0
   for (int t = 0; t < tokens; ++t) {
     if (slots[static_cast<size_t>(t)] < 0) continue;
     const int64_t b = slots[static_cast<size_t>(t)] / block;
@@ -135,6 +138,7 @@ void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType
         ASSERT_EQ(stored(layer.value, layer.value_index(b, h, d, offset)), expected(v[i]))
             << "token " << t << " head " << h << " d " << d;
         written += 2;
+        written_nonzero += (expected(k[i]) != 0.0f) + (expected(v[i]) != 0.0f);
       }
     }
   }
@@ -145,7 +149,8 @@ void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType
     }
   }
   EXPECT_EQ(written, static_cast<size_t>(2 * (tokens - padding) * heads * D));
-  EXPECT_EQ(nonzero, written);
+  EXPECT_EQ(nonzero, written_nonzero);
+  EXPECT_GE(written_nonzero, written * 99 / 100);
 }
 
 TEST_P(PagedAttention, ReshapeAndCacheStoresEachTokenAtItsSlotOnly) {
@@ -180,7 +185,8 @@ TEST_P(PagedAttention, ReshapeAndCacheReadsKAndVInPlaceFromFusedQkvRows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KvDtypesAndLayouts, PagedAttention,
-                         ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16),
+                         ::testing::Combine(::testing::Values(DType::kF32, DType::kBF16,
+                                                              DType::kF8E4M3),
                                             ::testing::Values(KVLayout::kCpu, KVLayout::kVllmV1)),
                          [](const auto& info) {
                            return std::string(to_string(std::get<0>(info.param))) +
@@ -305,11 +311,16 @@ TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
   IsaGuard guard;
   std::mt19937 rng(11);
   int compared = 0;
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF8E4M3}) {
     for (int D : {8, 16, 24, 32, 64, 128}) {
       for (int group : {1, 3, 4}) {
-        // Chunks read in place from the CPU layout's blocks, or copied from the vLLM layout.
-        const KVLayout layout = group == 3 ? KVLayout::kVllmV1 : KVLayout::kCpu;
+        // Chunks read in place from the CPU layout's blocks, or copied from the vLLM layout
+        // (whose head size must hold whole 16-byte groups).
+        const bool vllm_fits = D % (16 / (dtype == DType::kF32    ? 4
+                                          : dtype == DType::kBF16 ? 2
+                                                                  : 1)) ==
+                               0;
+        const KVLayout layout = group == 3 && vllm_fits ? KVLayout::kVllmV1 : KVLayout::kCpu;
         MixedBatch mb(D, 2, group, dtype, rng, layout);
         cpu::set_isa(cpu::Isa::kGeneric);
         const std::vector<float> ref = mb.attend();
@@ -326,7 +337,7 @@ TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
     }
   }
   if (cpu::cpu_supports(cpu::Isa::kAvx2)) {
-    EXPECT_GE(compared, 36);
+    EXPECT_GE(compared, 54);
   }
 }
 

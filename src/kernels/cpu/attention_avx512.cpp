@@ -48,6 +48,19 @@ inline __m512 load16(const uint16_t* p) {
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, wide, 16));
 }
 
+// fp8 E4M3 widened to f32 as dequant.h's fp8_e4m3_to_f32() does: the magnitude bits moved into
+// an f16, converted, and scaled by 2^8 (exact).
+inline __m512 load16(const uint8_t* p) {
+  const __m512i b =
+      _mm512_maskz_cvtepu8_epi32(0xFFFF, _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i sign = _mm512_maskz_slli_epi32(
+      0xFFFF, _mm512_maskz_and_epi32(0xFFFF, b, _mm512_set1_epi32(0x80)), 8);
+  const __m512i magnitude = _mm512_maskz_slli_epi32(
+      0xFFFF, _mm512_maskz_and_epi32(0xFFFF, b, _mm512_set1_epi32(0x7F)), 7);
+  const __m256i h = _mm512_cvtepi32_epi16(_mm512_maskz_or_epi32(0xFFFF, sign, magnitude));
+  return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
+}
+
 // Softmax bookkeeping of one query for one chunk: p (16 weights) and the correction of acc.
 inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, float* p) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -339,5 +352,6 @@ void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const Chu
 
 template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<float>&);
 template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<uint16_t>&);
+template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<uint8_t>&);
 
 }  // namespace pagedllm::cpu::attention

@@ -16,6 +16,9 @@ inline float widen(float x) {
 inline float widen(uint16_t x) {
   return bf16_to_f32(x);
 }
+inline float widen(uint8_t x) {
+  return fp8_e4m3_to_f32(x);
+}
 
 template <typename T>
 [[gnu::always_inline]] inline void attend_one_query(QueryState& qs, int D, float scale,
@@ -61,12 +64,19 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_all_bf16
   for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
 }
 
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_all_fp8(
+    QueryState* qs, int nq, int D, float scale, const Chunks<uint8_t>& ctx) {
+  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
+}
+
 }  // namespace
 
 template <typename T>
 void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx) {
   if constexpr (std::is_same_v<T, float>) {
     attend_all_f32(qs, nq, D, scale, ctx);
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    attend_all_fp8(qs, nq, D, scale, ctx);
   } else {
     attend_all_bf16(qs, nq, D, scale, ctx);
   }
@@ -74,5 +84,6 @@ void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const C
 
 template void attend_queries_portable(QueryState*, int, int, float, const Chunks<float>&);
 template void attend_queries_portable(QueryState*, int, int, float, const Chunks<uint16_t>&);
+template void attend_queries_portable(QueryState*, int, int, float, const Chunks<uint8_t>&);
 
 }  // namespace pagedllm::cpu::attention

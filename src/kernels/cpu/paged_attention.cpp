@@ -16,12 +16,16 @@ namespace pagedllm::cpu {
 
 namespace {
 
-// Storage element types of the cache: f32 as is, bf16 rounded to nearest even.
+// Storage element types of the cache: f32 as is, bf16 rounded to nearest even, fp8 E4M3
+// rounded to nearest even and saturated.
 inline void store(float* p, float v) {
   *p = v;
 }
 inline void store(uint16_t* p, float v) {
   *p = f32_to_bf16(v);
+}
+inline void store(uint8_t* p, float v) {
+  *p = f32_to_fp8_e4m3(v);
 }
 
 template <typename T>
@@ -281,6 +285,8 @@ void reshape_and_cache(const float* key, const float* value, std::span<const int
   const int width = row_stride > 0 ? row_stride : cache.spec.num_kv_heads * cache.spec.head_size;
   if (cache.spec.dtype == DType::kBF16) {
     reshape_and_cache_impl<uint16_t>(key, value, slot_mapping, cache, width);
+  } else if (cache.spec.dtype == DType::kF8E4M3) {
+    reshape_and_cache_impl<uint8_t>(key, value, slot_mapping, cache, width);
   } else {
     reshape_and_cache_impl<float>(key, value, slot_mapping, cache, width);
   }
@@ -290,6 +296,8 @@ void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
                      const KVCacheLayer& cache, float* out) {
   if (cache.spec.dtype == DType::kBF16) {
     paged_attention_impl<uint16_t>(q, num_heads, batch, cache, out);
+  } else if (cache.spec.dtype == DType::kF8E4M3) {
+    paged_attention_impl<uint8_t>(q, num_heads, batch, cache, out);
   } else {
     paged_attention_impl<float>(q, num_heads, batch, cache, out);
   }
