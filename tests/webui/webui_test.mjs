@@ -105,6 +105,12 @@ const TESTS = {
           if (body) window.lengths.push(body.textContent.length);
         }).observe(document.getElementById("messages"), { childList: true, subtree: true, characterData: true });
       });
+      // Shift+Enter starts a new line and sends nothing.
+      await page.type("#prompt", "one");
+      await page.keyboard.press("Shift+Enter");
+      await page.keyboard.type("two");
+      assert.equal(await page.inputValue("#prompt"), "one\ntwo");
+      assert.equal(await page.locator(".message").count(), 0);
       const request = await sendAndWait(page, "Once upon a time");
       assert.equal(request.postDataJSON().stream, true);
       const lengths = [...new Set(await page.evaluate(() => window.lengths.filter((n) => n > 0)))];
@@ -122,7 +128,8 @@ const TESTS = {
   async StopAbortsTheAnswerOnTheServer() {
     await withPage([], async (page, server) => {
       await openPage(page, server);
-      await setSettings(page, { max_tokens: 1900, extra: '{"ignore_eos": true}' });
+      // Long answers: 3 of them, with the conversation before them, fit the 2048-token context.
+      await setSettings(page, { max_tokens: 1500, extra: '{"ignore_eos": true}' });
       await page.fill("#prompt", "Once upon a time");
       await page.press("#prompt", "Enter");
       await page.waitForFunction(() => document.querySelector(".message.assistant .body")?.textContent.length > 20);
@@ -130,7 +137,7 @@ const TESTS = {
       await page.waitForSelector("#send", { state: "visible" });
       const aborted = await waitFor(async () => (await metric(server, successMetric("abort"))) === 1, "the abort in /metrics");
       assert.ok(aborted);
-      assert.ok((await metric(server, "pagedllm:generation_tokens_total")) < 1900);
+      assert.ok((await metric(server, "pagedllm:generation_tokens_total")) < 1500);
       assert.equal(await metric(server, successMetric("length")), 0);
       assert.match(await page.locator(".message.assistant .stats").innerText(), / · stopped$/);
       // Escape stops too.
@@ -139,6 +146,16 @@ const TESTS = {
       await page.waitForFunction(() => document.querySelectorAll(".message.assistant")[1]?.querySelector(".body").textContent.length > 20);
       await page.keyboard.press("Escape");
       await waitFor(async () => (await metric(server, successMetric("abort"))) === 2, "the second abort");
+      // A new chat mid-answer stops the answer, which stays in its own conversation.
+      await page.fill("#prompt", "A third time");
+      await page.press("#prompt", "Enter");
+      await page.waitForFunction(() => document.querySelectorAll(".message.assistant")[2]?.querySelector(".body").textContent.length > 20);
+      await page.click("#new-chat");
+      await waitFor(async () => (await metric(server, successMetric("abort"))) === 3, "the third abort");
+      assert.equal(await page.locator(".message").count(), 0);
+      await page.locator("#conversation-list .conversation").first().click();
+      await waitFor(async () => (await page.locator(".message.assistant").count()) === 3, "the first chat again");
+      assert.match(await page.locator(".message.assistant .stats").last().innerText(), / · stopped$/);
     });
   },
 
@@ -158,7 +175,7 @@ const TESTS = {
       assert.deepEqual(await list.allInnerTexts(), ["Tom had a red ball"]);
       // A new chat, then back to the first from the list.
       await page.click("#new-chat");
-      assert.equal(await page.locator(".message").count(), 0);
+      await waitFor(async () => (await page.locator(".message").count()) === 0, "an empty chat");
       await list.first().click();
       assert.equal(await page.locator(".message.assistant .body").innerText(), answer);
       // Rename (the page asks with a prompt dialog).

@@ -26,6 +26,14 @@ export function stop() {
   state.controller?.abort();
 }
 
+// Stops the answer being streamed, if any, and waits until it is saved: before the page
+// switches to or deletes a conversation, so that the answer never lands in the wrong one.
+let running = Promise.resolve();
+export async function stopAndWait() {
+  stop();
+  await running;
+}
+
 function button(label, aria, onClick) {
   const b = document.createElement("button");
   b.type = "button";
@@ -37,7 +45,7 @@ function button(label, aria, onClick) {
 
 function statsLine(message) {
   const s = message.stats;
-  if (!s) return "";
+  if (!s || (message.error && !s.tokens)) return ""; // the error says it all
   const parts = [];
   if (message.model) parts.push(message.model);
   if (s.tokens != null) parts.push(`${s.approximate ? "≈" : ""}${s.tokens} tokens`);
@@ -194,7 +202,12 @@ function answerStats(t, end) {
   };
 }
 
-async function generate() {
+function generate() {
+  running = streamAnswer();
+  return running;
+}
+
+async function streamAnswer() {
   let body;
   try {
     body = requestBody(loadSettings());

@@ -2,7 +2,7 @@
 // the model name and server load in the header.
 import "./style.css";
 import { fetchLoad, fetchModels, setApiKey } from "./api.js";
-import { busy, renderConversation, sendUserMessage, setHooks, state, stop } from "./chat.js";
+import { busy, renderConversation, sendUserMessage, setHooks, state, stop, stopAndWait } from "./chat.js";
 import {
   DEFAULT_SETTINGS,
   deleteConversation,
@@ -40,7 +40,7 @@ function blankConversation() {
 }
 
 async function openConversation(id) {
-  if (busy()) return;
+  await stopAndWait();
   state.conversation = (id && (await getConversation(id))) || blankConversation();
   localStorage.setItem(CURRENT_KEY, state.conversation.id);
   renderConversation();
@@ -88,7 +88,7 @@ async function renameConversation(c) {
 
 async function removeConversation(c) {
   if (!window.confirm(`Delete "${c.title}"?`)) return;
-  if (state.conversation?.id === c.id) stop();
+  if (state.conversation?.id === c.id) await stopAndWait();
   await deleteConversation(c.id);
   if (state.conversation?.id === c.id) await openConversation(null);
   else await renderList();
