@@ -29,10 +29,7 @@ double exp_shifted_portable(const float* x, int64_t n, float shift, float* out,
       out[i] = e;
       lanes[(i - start) % 16] += e;
     }
-    double block = 0.0;
-    for (float l : lanes) block += l;
-    if (block_sums) block_sums[b] = block;
-    total += block;
+    close_block(lanes, b, block_sums, total);
   }
   return total;
 }

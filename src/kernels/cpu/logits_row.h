@@ -27,6 +27,15 @@ int64_t first_above(const float* x, int64_t n, float t);
 // room for n + 16 entries: the vector paths store whole registers.
 int64_t collect_above(const float* x, int64_t n, float t, int32_t* out);
 
+// Closes block b of exp_shifted: its 16 lane sums added in lane order into a double, recorded
+// in block_sums (when not null) and added to total. Shared so that every path adds alike.
+inline void close_block(const float (&lanes)[16], int64_t b, double* block_sums, double& total) {
+  double block = 0.0;
+  for (float l : lanes) block += l;
+  if (block_sums) block_sums[b] = block;
+  total += block;
+}
+
 // The per-ISA forms, called by the functions above after the runtime check.
 float row_max_avx2(const float* x, int64_t n);
 double exp_shifted_avx2(const float* x, int64_t n, float shift, float* out, double* block_sums);

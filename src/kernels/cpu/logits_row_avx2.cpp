@@ -61,10 +61,7 @@ double exp_shifted_avx2(const float* x, int64_t n, float shift, float* out, doub
     }
     _mm256_store_ps(lanes, low);
     _mm256_store_ps(lanes + 8, high);
-    double block = 0.0;
-    for (float l : lanes) block += l;
-    if (block_sums) block_sums[b] = block;
-    total += block;
+    close_block(lanes, b, block_sums, total);
   }
   return total;
 }

@@ -51,10 +51,7 @@ double exp_shifted_avx512(const float* x, int64_t n, float shift, float* out, do
       acc = _mm512_add_ps(acc, e);
     }
     _mm512_store_ps(lanes, acc);
-    double block = 0.0;
-    for (float l : lanes) block += l;
-    if (block_sums) block_sums[b] = block;
-    total += block;
+    close_block(lanes, b, block_sums, total);
   }
   return total;
 }
