@@ -17,10 +17,10 @@ TEST(Fp8E4M3, DecodesTheFormatsLandmarks) {
   EXPECT_TRUE(std::signbit(fp8_e4m3_to_f32(0x80)));
   EXPECT_EQ(fp8_e4m3_to_f32(0x38), 1.0f);
   EXPECT_EQ(fp8_e4m3_to_f32(0xB8), -1.0f);
-  EXPECT_EQ(fp8_e4m3_to_f32(0x01), std::ldexp(1.0f, -9));   // the smallest subnormal
+  EXPECT_EQ(fp8_e4m3_to_f32(0x01), std::ldexp(1.0f, -9));  // the smallest subnormal
   EXPECT_EQ(fp8_e4m3_to_f32(0x07), 7 * std::ldexp(1.0f, -9));
-  EXPECT_EQ(fp8_e4m3_to_f32(0x08), std::ldexp(1.0f, -6));   // the smallest normal
-  EXPECT_EQ(fp8_e4m3_to_f32(0x7E), 448.0f);                 // the largest
+  EXPECT_EQ(fp8_e4m3_to_f32(0x08), std::ldexp(1.0f, -6));  // the smallest normal
+  EXPECT_EQ(fp8_e4m3_to_f32(0x7E), 448.0f);                // the largest
   EXPECT_EQ(fp8_e4m3_to_f32(0x3D), 1.625f);
 }
 
