@@ -51,9 +51,10 @@
 #                                   read (GB/s) is printed with the machine
 # Smoke test: ROUNDS=1 MODELS=llama-110m-q4_0 PP=64 TG=16 BPP=32 BTG=16 NPL=4
 #
-# One full round of one llama-110m file takes about 1-2 minutes on 2 threads (pp512, tg128 and
-# 32 x 256 tokens for three engines, plus the models' load and ik_llama.cpp's repacking); the
-# default 5 files x 3 rounds, about 20-30 minutes. Quirks worth knowing:
+# One full round of one llama-110m file takes about 1.5-2 minutes on 2 threads (pp512, tg128 and
+# 32 x 256 tokens for three engines, mostly the batched runs, plus the models' load and
+# ik_llama.cpp's repacking); the default 5 files x 3 rounds, about 25-30 minutes; a llama-1b file,
+# about 10x as long per round. Quirks worth knowing:
 # - llama-bench's tg128 starts from an empty context, as pagedllm's (a one-token prompt, then
 #   128 timed decode steps); both do one untimed warm-up.
 # - llama-batched-bench decodes BTG steps after the prefill; pagedllm's first output token comes
@@ -61,7 +62,10 @@
 # - ik_llama.cpp's llama-batched-bench prints its table on stderr, llama.cpp's on stdout: both
 #   streams are kept. llama-batched-bench's -c is NPL * (BPP + BTG).
 # - -rtr makes ik_llama.cpp repack the weights at load (and turns mmap off): load time grows,
-#   the timed runs do not include it.
+#   the timed runs do not include it. ik_llama.cpp also writes llama.log into its working folder
+#   (the peers run in raw/). Its llama-bench has no -d: -gp D,N is the same test (N tokens
+#   generated after D untimed ones), reported as n_prompt D, n_gen N, test "tgN@ppD".
+# - llama.cpp's flash attention is left at its default (auto: on for the CPU backend).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
