@@ -79,6 +79,36 @@ export function RENDERING_TESTS(opts, withPage, openPage) {
       });
     },
 
+    // A reasoning parser's reasoning_content shows as a collapsed block, and tool calls show by
+    // name and arguments, also after a reload (they are saved with the conversation).
+    async ReasoningAndToolCallsAreShown() {
+      await withPage([], async (page, server) => {
+        await openPage(page, server);
+        const chunk = (delta, finish = null) => ({ choices: [{ index: 0, delta, finish_reason: finish }] });
+        const events = [
+          chunk({ role: "assistant", reasoning_content: "Weather needs " }),
+          chunk({ reasoning_content: "a tool." }),
+          chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function", function: { name: "get_weather", arguments: "" } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city": ' } }] }),
+          chunk({ tool_calls: [{ index: 0, function: { arguments: '"Paris"}' } }] }),
+          chunk({}, "tool_calls"),
+        ];
+        const body = events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join("") + "data: [DONE]\n\n";
+        await answerWith(page, { status: 200, contentType: "text/event-stream", body });
+        await sendAndWait(page, "Weather in Paris?");
+        const answer = page.locator(".message.assistant .body");
+        const think = answer.locator("details.think");
+        assert.equal(await think.evaluate((d) => d.open), false);
+        assert.equal(await think.locator(".markdown").evaluate((e) => e.textContent.trim()), "Weather needs a tool.");
+        assert.equal(await answer.locator(".tool-call-title").innerText(), "Tool call: get_weather");
+        assert.equal(await answer.locator(".tool-call pre").innerText(), '{"city": "Paris"}');
+        await page.reload();
+        await openPage(page, server);
+        assert.equal(await page.locator(".message.assistant .tool-call-title").innerText(), "Tool call: get_weather");
+        assert.equal(await page.locator(".message.assistant details.think").count(), 1);
+      });
+    },
+
     // A server error in the middle of a stream, and one the server sends as a status.
     async StreamedAndHttpErrorsAreShown() {
       await withPage([], async (page, server) => {

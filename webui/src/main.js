@@ -28,6 +28,8 @@ function showError(message) {
 function setBusy(on) {
   $("send").hidden = on;
   $("stop").hidden = !on;
+  // Screen readers read the answer once it is whole, not at every streamed piece.
+  $("messages").setAttribute("aria-busy", String(on));
   if (on) showError("");
   else $("prompt").focus();
 }
