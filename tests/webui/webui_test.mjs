@@ -295,9 +295,11 @@ const TESTS = {
     await withPage(["--api-key", "sekrit"], async (page, server) => {
       await page.goto(`${server.url}/`);
       await page.waitForSelector("#key-dialog", { state: "visible" });
+      assert.match(await page.locator("#key-reason").innerText(), /^This server needs an API key/);
       await page.fill("#key-input", "wrong");
       await page.press("#key-input", "Enter");
-      await page.waitForSelector("#key-dialog", { state: "visible" });
+      await page.waitForFunction(() => document.getElementById("key-reason").textContent.startsWith("The server refused this API key."));
+      assert.ok(await page.locator("#key-dialog").isVisible());
       assert.equal(await page.locator("#model-name").innerText(), "pagedllm");
       await page.fill("#key-input", "sekrit");
       await page.press("#key-input", "Enter");

@@ -1,7 +1,7 @@
 // Wires the page: the conversation list, the composer, the settings and API-key dialogs, and
 // the model name and server load in the header.
 import "./style.css";
-import { fetchLoad, fetchModels, setApiKey } from "./api.js";
+import { apiKey, fetchLoad, fetchModels, setApiKey } from "./api.js";
 import { busy, renderConversation, sendUserMessage, setHooks, state, stop, stopAndWait } from "./chat.js";
 import {
   DEFAULT_SETTINGS,
@@ -125,7 +125,9 @@ async function loadModel() {
     document.title = `${state.model ?? "pagedllm"} · pagedllm chat`;
     showError("");
   } catch (e) {
-    if (e.status === 401) askForKey("This server needs an API key (pagedllm serve --api-key).");
+    if (e.status === 401) {
+      askForKey(apiKey() ? "The server refused this API key." : "This server needs an API key (pagedllm serve --api-key).");
+    }
     else showError(e.message);
   }
 }
@@ -230,6 +232,8 @@ function wireDialogs() {
     $("settings-dialog").close();
     loadModel();
   });
+  // Escape closes the key dialog without a key: say why nothing will work.
+  $("key-dialog").addEventListener("cancel", () => showError("Without the server's API key the page cannot talk to it."));
   $("key-form").addEventListener("submit", () => {
     setApiKey($("key-input").value.trim());
     loadModel();
