@@ -70,6 +70,14 @@ void register_all() {
     add("temperature_top_p_top_k", params(0.8f, 0.95f, 50, 0.0f));
     add("top_p", params(0.8f, 0.9f, 0, 0.0f));
     add("min_p", params(0.8f, 1.0f, 0, 0.05f));
+    pagedllm::SamplingParams logprobs = params(0.8f, 1.0f, 0, 0.0f);
+    logprobs.logprobs = 5;
+    add("temperature_logprobs", logprobs);
+    pagedllm::SamplingParams penalties = params(0.8f, 1.0f, 0, 0.0f);
+    penalties.repetition_penalty = 1.1f;
+    penalties.frequency_penalty = 0.2f;
+    penalties.presence_penalty = 0.2f;
+    add("temperature_penalties", penalties);
     pagedllm::SamplingParams heavy = params(0.8f, 0.95f, 0, 0.0f);
     heavy.repetition_penalty = 1.1f;
     heavy.frequency_penalty = 0.2f;
