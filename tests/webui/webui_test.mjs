@@ -132,7 +132,8 @@ const TESTS = {
       await setSettings(page, { max_tokens: 1500, extra: '{"ignore_eos": true}' });
       await page.fill("#prompt", "Once upon a time");
       await page.press("#prompt", "Enter");
-      await page.waitForFunction(() => document.querySelector(".message.assistant .body")?.textContent.length > 20);
+      // Stop at the first text: on a fast machine the 1500 tokens take about a second.
+      await page.waitForFunction(() => document.querySelector(".message.assistant .body")?.textContent.length > 0);
       await page.click("#stop");
       await page.waitForSelector("#send", { state: "visible" });
       const aborted = await waitFor(async () => (await metric(server, successMetric("abort"))) === 1, "the abort in /metrics");
@@ -143,13 +144,13 @@ const TESTS = {
       // Escape stops too.
       await page.fill("#prompt", "Once more");
       await page.press("#prompt", "Enter");
-      await page.waitForFunction(() => document.querySelectorAll(".message.assistant")[1]?.querySelector(".body").textContent.length > 20);
+      await page.waitForFunction(() => document.querySelectorAll(".message.assistant")[1]?.querySelector(".body").textContent.length > 0);
       await page.keyboard.press("Escape");
       await waitFor(async () => (await metric(server, successMetric("abort"))) === 2, "the second abort");
       // A new chat mid-answer stops the answer, which stays in its own conversation.
       await page.fill("#prompt", "A third time");
       await page.press("#prompt", "Enter");
-      await page.waitForFunction(() => document.querySelectorAll(".message.assistant")[2]?.querySelector(".body").textContent.length > 20);
+      await page.waitForFunction(() => document.querySelectorAll(".message.assistant")[2]?.querySelector(".body").textContent.length > 0);
       await page.click("#new-chat");
       await waitFor(async () => (await metric(server, successMetric("abort"))) === 3, "the third abort");
       assert.equal(await page.locator(".message").count(), 0);
