@@ -2,8 +2,8 @@
 # pagedllm side by side with llama.cpp and ik_llama.cpp on the same GGUF files (issue 30, "The
 # comparison"): per model file and round, the three engines run one after the other (the order
 # rotates round by round, so that a noisy minute hits all three) on
-#   pp512    llama-bench -p 512 -n 0             | pagedllm bench latency -p 512 -n 0
-#   tg128    llama-bench -p 0 -n 128             | pagedllm bench latency -p 0 -n 128
+#   pp512, tg128  llama-bench -p 512 -n 128 -r 1 -o json | pagedllm bench latency -p 512 -n 128
+#            -r 1 --json (one run of each, after the tools' own untimed warm-up)
 #   tg128@dD (only with DEPTHS) llama-bench -d D, ik_llama.cpp -gp D,128 | bench latency -d D
 #   batched  llama-batched-bench -npp 128 -ntg 128 -npl 32, column "S t/s" (prompt + generated
 #            tokens over the whole time) | pagedllm bench throughput, total_tokens_per_s
@@ -19,9 +19,11 @@
 #   cmake -B build -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DCMAKE_BUILD_TYPE=Release \
 #     -DLLAMA_CURL=OFF -DGGML_IQK_FA_ALL_QUANTS=OFF                              (ik_llama.cpp)
 #   cmake --build build -j2 --target llama-bench llama-batched-bench llama-quantize llama-server
-# and, to compare the AVX2 paths on an AVX-512 host, once more with -DGGML_NATIVE=OFF
-# -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF, run with those
-# build/bin folders and PAGEDLLM_ISA=avx2.
+# and, to compare the AVX2 paths on an AVX-512 host, once more (cmake -B build-avx2) with
+# -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON
+# -DGGML_F16C=ON -DGGML_AVX512=OFF (with NATIVE off, llama.cpp turns every ISA option off unless
+# named; ik_llama.cpp has no GGML_SSE42/GGML_BMI2), run with those build-avx2/bin folders and
+# PAGEDLLM_ISA=avx2.
 #
 # Environment (defaults in brackets):
 #   LLAMA_CPP_DIR  llama.cpp's build/bin (llama-bench, llama-batched-bench, llama-quantize)
@@ -42,7 +44,7 @@
 #   BPP [128] BTG [128] NPL [32]    batched: NPL sequences of BPP prompt + BTG generated tokens
 #   LLAMA_CPP_BENCH_ARGS [""]  LLAMA_CPP_BATCHED_ARGS [""]   extra llama-bench and
 #                                   llama-batched-bench flags for llama.cpp (flash attention is
-#                                   "auto" there: on for the CPU)
+#                                   "auto" there: on where the backend has the op, as the CPU)
 #   IK_BENCH_ARGS ["-fa 1 -rtr 1"]  IK_BATCHED_ARGS ["-fa 1 -rtr"]   the same for ik_llama.cpp:
 #                                   flash attention and run-time repacking; its llama-bench
 #                                   takes a value after -rtr, its common flags (batched-bench,
@@ -65,7 +67,7 @@
 #   the timed runs do not include it. ik_llama.cpp also writes llama.log into its working folder
 #   (the peers run in raw/). Its llama-bench has no -d: -gp D,N is the same test (N tokens
 #   generated after D untimed ones), reported as n_prompt D, n_gen N, test "tgN@ppD".
-# - llama.cpp's flash attention is left at its default (auto: on for the CPU backend).
+# - llama.cpp's flash attention is left at its default (auto, which the CPU backend turns on).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -258,8 +260,8 @@ pagedllm_isa=$(grep -h -m1 -o 'isa=[^ ]*' "$raw"/*-pagedllm-r*-latency.log 2>/de
   done
   if [ -n "$QUANTIZE" ]; then
     qdir=$(dirname "$(realpath "$QUANTIZE")")
-    echo "Quantized files made by $QUANTIZE ($(git -C "$qdir" rev-parse --short=9 HEAD 2>/dev/null ||
-      echo unknown)); files in $MODEL_DIR"
+    echo "Model files in $MODEL_DIR; missing ones made by $QUANTIZE ($(git -C "$qdir" \
+      rev-parse --short=9 HEAD 2>/dev/null || echo unknown)), quantize-*.log in raw/ when made"
   fi
   echo "Batched: $NPL x ($BPP + $BTG) tokens, prompt + generated tokens per second (llama-batched-bench S t/s, pagedllm total_tokens_per_s)"
   echo
