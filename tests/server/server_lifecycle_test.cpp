@@ -185,14 +185,15 @@ TEST(ServerLifecycle, ShutdownAbortsWaitingRequestsTooAndExitsZero) {
 }
 
 // A request caught while its long prompt is prefilled, chunk by chunk, before its first token
-// is aborted at shutdown like a decoding one: its answer says so and the process exits 0.
+// is aborted at shutdown like a decoding one: its answer says so and the process exits 0. (Its
+// 1800 tokens take seconds to prefill on one thread, so the one-second grace ends in prefill.)
 TEST(ServerLifecycle, ShutdownAbortsARequestCaughtInPrefillAndExitsZero) {
   const std::string model = temp_path("llama-110m-q8_0.gguf");
   ASSERT_EQ(run_cli("make-model --preset llama-110m --dtype q8_0 --out " + model).code, 0);
   ServerProcess s(
       "--model " + model +
-      " --threads 1 --max-num-batched-tokens 32 --max-num-seqs 4 --kv-cache-memory 0.25 "
-      "--shutdown-timeout 0");
+      " --threads 1 --max-num-batched-tokens 16 --max-num-seqs 4 --kv-cache-memory 0.25 "
+      "--shutdown-timeout 1");
   std::vector<int32_t> prompt(1800);
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(100 + i % 1000);
   auto reply = std::async(std::launch::async, [&] {
@@ -200,9 +201,8 @@ TEST(ServerLifecycle, ShutdownAbortsARequestCaughtInPrefillAndExitsZero) {
   });
   wait_until_running(s, 1);
   ASSERT_EQ(metric(metrics_text(s), "pagedllm:generation_tokens_total"), 0) << "past prefill";
-  const auto start = std::chrono::steady_clock::now();
+  // Exit 0: the orderly shutdown ended it, not the watchdog (which exits 1 after a second).
   EXPECT_EQ(s.signal_and_wait(SIGTERM, std::chrono::seconds(30)), 0) << s.stderr_text();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   const HttpReply r = reply.get();
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json["choices"][0]["finish_reason"], "abort");
