@@ -3,6 +3,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <memory>
 #include <stdexcept>
 
 #include "util/interrupt.h"
@@ -60,7 +61,10 @@ UnicodeRegex::~UnicodeRegex() {
 
 std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view text) const {
   std::vector<std::pair<size_t, size_t>> matches;
-  pcre2_match_data* data = pcre2_match_data_create_from_pattern(impl_->code, nullptr);
+  // Owned, so that an interruption point's exception (util/interrupt.h) does not leak it.
+  const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> owned(
+      pcre2_match_data_create_from_pattern(impl_->code, nullptr), &pcre2_match_data_free);
+  pcre2_match_data* data = owned.get();
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   pcre2_match_context* context = impl_->jit ? thread_jit_stack().context : nullptr;
   size_t start = 0;
@@ -76,7 +80,6 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
       break;  // invalid UTF-8 matches nothing
     }
     if (rc < 0) {
-      pcre2_match_data_free(data);
       throw std::runtime_error("regex match failed (PCRE2 error " + std::to_string(rc) + ")");
     }
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(data);
@@ -90,7 +93,6 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
       start = begin + utf8_sequence_length(static_cast<unsigned char>(text[begin]));
     }
   }
-  pcre2_match_data_free(data);
   return matches;
 }
 
