@@ -1,5 +1,6 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/rope.h"
+#include "kernels/isa_guard.h"
 #include "model/rope.h"
 
 #include "kernels/cpu/cpu_features.h"
@@ -45,11 +46,7 @@ TEST(Swiglu, MultipliesTheSiluOfEachRowsGateHalfByItsUpHalf) {
             0);
 }
 
-// Restores the ISA in use when a test leaves, whatever it forced.
-struct IsaGuard {
-  cpu::Isa before = cpu::active_isa();
-  ~IsaGuard() { cpu::set_isa(before); }
-};
+using test::IsaGuard;
 
 // Rows of odd lengths (vector tails) over gates from -100 to 100, with zeros of both signs and
 // inputs where exp underflows: every path gives the portable loop's bits.

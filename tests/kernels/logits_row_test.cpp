@@ -2,6 +2,7 @@
 // sums and totals), masked -infinity logits get weight exactly 0, and the scans find what a
 // plain loop finds, on rows of every tail length.
 #include "kernels/cpu/logits_row.h"
+#include "kernels/isa_guard.h"
 
 #include <gtest/gtest.h>
 
@@ -18,10 +19,7 @@
 namespace pagedllm {
 namespace {
 
-struct IsaGuard {
-  cpu::Isa before = cpu::active_isa();
-  ~IsaGuard() { cpu::set_isa(before); }
-};
+using test::IsaGuard;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 

@@ -1,4 +1,5 @@
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/isa_guard.h"
 
 #include "format/dequant.h"
 #include "kernels/cpu/cpu_features.h"
@@ -301,11 +302,7 @@ struct MixedBatch {
   }
 };
 
-// Restores the ISA in use when a test leaves, whatever it forced.
-struct IsaGuard {
-  cpu::Isa before = cpu::active_isa();
-  ~IsaGuard() { cpu::set_isa(before); }
-};
+using test::IsaGuard;
 
 TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
   IsaGuard guard;
