@@ -18,6 +18,7 @@ LAYERS = [
     ["loader", "core", "sampling"],             # model assembly/export; scheduler and KV manager;
                                                 # token choice (on the kernels' row passes)
     ["model"],                                  # forward contract, models, model factory
+    ["spec_decode"],                            # draft-token proposers, draft lengths
     ["worker"],                                 # persistent batch, prepare_inputs, sampling
     ["executor"],                               # where the runner runs
     ["engine"],                                 # engine core, the public Engine, traces

@@ -43,6 +43,11 @@ struct EngineOptions {
   // On, an output holds only this step's tokens, text and logprobs: no cumulative copies, so a
   // step costs the same at token 10 and token 10,000.
   bool delta_outputs = false;
+  // Speculative decoding, vLLM's --speculative-config JSON (empty: off), e.g.
+  // {"method": "ngram", "num_speculative_tokens": 4}.
+  std::string speculative_config;
+  // For {"method": "replay"} (benchmarks): prompts followed by what an earlier run generated.
+  std::vector<std::vector<int32_t>> speculative_replay;
 };
 
 struct RequestOutput {
@@ -64,6 +69,11 @@ struct EngineStats {
   int64_t num_preemptions = 0;
   int64_t prefix_cache_queries = 0;  // tokens looked up
   int64_t prefix_cache_hits = 0;     // tokens found
+  // Speculative decoding (vLLM's spec_decode counters).
+  int64_t spec_num_drafts = 0;           // verify steps that carried drafts
+  int64_t spec_num_draft_tokens = 0;     // drafts verified
+  int64_t spec_num_accepted_tokens = 0;  // drafts accepted
+  std::vector<int64_t> spec_accepted_per_position;
 };
 
 class Engine {

@@ -22,6 +22,18 @@ const char* to_string(SchedulingPolicy policy) {
   return policy == SchedulingPolicy::kFcfs ? "fcfs" : "priority";
 }
 
+const char* to_string(SpeculativeMethod method) {
+  switch (method) {
+    case SpeculativeMethod::kNone:
+      return "none";
+    case SpeculativeMethod::kNgram:
+      return "ngram";
+    case SpeculativeMethod::kReplay:
+      return "replay";
+  }
+  return "?";
+}
+
 void CacheConfig::resolve_num_blocks(int64_t bytes_per_block) {
   if (num_blocks > 0) return;
   require(bytes_per_block > 0, "bytes per KV block must be positive");
@@ -49,6 +61,13 @@ void EngineConfig::validate() const {
           "with chunked prefill off, max_num_batched_tokens (" +
               std::to_string(s.max_num_batched_tokens) + ") must be >= max_model_len (" +
               std::to_string(s.max_model_len) + "), or no long prompt could ever be scheduled");
+  const auto& sp = speculative;
+  require(sp.num_speculative_tokens >= 0 && sp.num_speculative_tokens <= 64,
+          "num_speculative_tokens must be in [0, 64], got " +
+              std::to_string(sp.num_speculative_tokens));
+  require(sp.prompt_lookup_min >= 1 && sp.prompt_lookup_min <= sp.prompt_lookup_max,
+          "prompt_lookup_min must be >= 1 and <= prompt_lookup_max");
+  require(sp.disable_by_batch_size >= 0, "disable_by_batch_size must be >= 0");
   require(c.num_usable_blocks() >= max_num_blocks_per_req(),
           "the KV pool has " + std::to_string(c.num_usable_blocks()) + " usable blocks but one " +
               std::to_string(s.max_model_len) + "-token request needs " +

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace pagedllm {
 
@@ -44,9 +45,35 @@ struct SchedulerConfig {
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
 };
 
+// Speculative decoding, with vLLM's --speculative-config names. Proposals are made by the worker
+// after each step's sampling and verified in the next step (spec_decode/).
+enum class SpeculativeMethod {
+  kNone,
+  kNgram,   // prompt lookup: the tokens after the latest earlier match of the last n tokens
+  kReplay,  // benchmarks only: the continuation of a recorded run, as an upper bound
+};
+
+struct SpeculativeConfig {
+  SpeculativeMethod method = SpeculativeMethod::kNone;
+  int num_speculative_tokens = 0;  // K: the most draft tokens a request verifies per step
+  int prompt_lookup_min = 2;       // n-gram sizes tried, longest first
+  int prompt_lookup_max = 4;
+  // No proposals in a step whose batch holds at least this many requests; 0 never disables.
+  int disable_by_batch_size = 0;
+  // Lower K for a request whose drafts are mostly rejected (spec_decode/draft_length.h).
+  bool adaptive = true;
+  // kReplay: prompts followed by what an earlier run generated for them.
+  std::vector<std::vector<int32_t>> replay_sequences;
+
+  bool enabled() const { return method != SpeculativeMethod::kNone && num_speculative_tokens > 0; }
+};
+
+const char* to_string(SpeculativeMethod method);
+
 struct EngineConfig {
   CacheConfig cache;
   SchedulerConfig scheduler;
+  SpeculativeConfig speculative;
 
   int max_num_blocks_per_req() const {
     return (scheduler.max_model_len + cache.block_size - 1) / cache.block_size;

@@ -55,7 +55,7 @@ ComputedBlocks KVCacheManager::get_computed_blocks(Request& request) {
 
 bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
                                     const ComputedBlocks* computed,
-                                    std::vector<int32_t>& new_block_ids) {
+                                    std::vector<int32_t>& new_block_ids, int num_draft_tokens) {
   if (num_new_tokens <= 0) throw std::invalid_argument("allocate_slots needs new tokens");
   RequestBlocks& rb = req_blocks_[&request];
   const int num_hit_blocks = computed ? static_cast<int>(computed->blocks.size()) : 0;
@@ -96,7 +96,7 @@ bool KVCacheManager::allocate_slots(Request& request, int num_new_tokens,
 
   if (pool_.caching_enabled()) {
     // Blocks that are full once this step's tokens are computed become findable now.
-    const int num_full = (num_computed + num_new_tokens) / block_size_;
+    const int num_full = (num_computed + num_new_tokens - num_draft_tokens) / block_size_;
     if (num_full > rb.num_cached_blocks) {
       ensure_block_hashes(request, num_full);
       pool_.cache_full_blocks(rb.blocks, request.block_hashes, rb.num_cached_blocks, num_full);

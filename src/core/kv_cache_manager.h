@@ -35,8 +35,10 @@ class KVCacheManager {
   // Makes room for num_new_tokens more tokens after request.num_computed_tokens plus the
   // prefix-hit tokens in `computed`. On success appends the ids of the freshly allocated blocks
   // to new_block_ids and returns true. On failure changes nothing and returns false.
+  // The last num_draft_tokens of the new tokens are draft tokens: they get slots but their
+  // blocks are not cached, since the drafts may be rejected.
   bool allocate_slots(Request& request, int num_new_tokens, const ComputedBlocks* computed,
-                      std::vector<int32_t>& new_block_ids);
+                      std::vector<int32_t>& new_block_ids, int num_draft_tokens = 0);
 
   // Releases every block of the request, tail first so that its tail is evicted first.
   void free(const Request& request);

@@ -63,6 +63,8 @@ class Request {
   // Set when the request stopped on one of stop_token_ids.
   std::optional<int32_t> stop_reason;
   int num_preemptions = 0;
+  // Draft tokens proposed after the last step, verified when the request is next scheduled.
+  std::vector<int32_t> spec_token_ids;
   // Chained hashes of the full blocks of all_token_ids(), extended lazily by the KV manager.
   std::vector<BlockHash> block_hashes;
   // Mixed into the first block's hash so that tenants can keep their prefixes apart.

@@ -18,6 +18,7 @@ void ModelRunnerOutput::clear() {
   req_ids.clear();
   for (auto& t : sampled_token_ids) t.clear();
   for (auto& t : sampled) t.clear();
+  for (auto& t : spec_token_ids) t.clear();
 }
 
 void ModelRunnerOutput::resize(size_t n) {
@@ -25,6 +26,7 @@ void ModelRunnerOutput::resize(size_t n) {
   req_ids.resize(n);
   sampled_token_ids.resize(n);
   sampled.resize(n);
+  spec_token_ids.resize(n);
 }
 
 namespace {
@@ -138,6 +140,14 @@ void Scheduler::schedule(SchedulerOutput& out) {
   // A step that had to preempt admits nobody new: the pool is already too tight.
   if (out.preempted_req_ids.empty()) schedule_waiting(out, budget);
 
+  // Which entries of out carry drafts, by scheduling order, for update_from_output.
+  step_drafts_.assign(step_requests_.size(), nullptr);
+  for (const CachedRequestData& c : out.scheduled_cached_reqs) {
+    if (c.spec_token_ids.empty()) continue;
+    for (size_t i = 0; i < step_requests_.size(); ++i) {
+      if (step_requests_[i]->id() == c.req_id) step_drafts_[i] = &c.spec_token_ids;
+    }
+  }
   // num_computed_tokens counts this step's tokens from now on, as in vLLM.
   for (size_t i = 0; i < step_requests_.size(); ++i) {
     const int n = out.num_scheduled_tokens[i].num_tokens;
@@ -150,14 +160,18 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget) {
   size_t index = 0;
   while (index < running_.size() && budget > 0) {
     Request* r = running_[index];
-    const int n = clamp_chunk(*r, r->num_tokens() - r->num_computed_tokens, budget);
+    trim_drafts(*r);
+    // Draft tokens ride after the pending token; a short budget verifies fewer of them.
+    const int with_drafts = r->num_tokens() + static_cast<int>(r->spec_token_ids.size());
+    const int n = clamp_chunk(*r, with_drafts - r->num_computed_tokens, budget);
     if (n <= 0 || partial_prefill_limit_reached(*r, r->num_computed_tokens, n)) {
       ++index;
       continue;
     }
+    const int num_drafts = std::max(0, r->num_computed_tokens + n - r->num_tokens());
     scratch_block_ids_.clear();
     bool scheduled = true;
-    while (!kv_.allocate_slots(*r, n, nullptr, scratch_block_ids_)) {
+    while (!kv_.allocate_slots(*r, n, nullptr, scratch_block_ids_, num_drafts)) {
       Request* victim = preempt_one(out, index, budget);
       if (victim == r) {
         scheduled = false;
@@ -166,8 +180,10 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget) {
     }
     if (!scheduled) break;
     if (r->num_computed_tokens + n < r->num_tokens()) ++step_partial_prefills_;
-    out.scheduled_cached_reqs.push_back(
-        {r->id(), scratch_block_ids_, r->num_computed_tokens, /*resumed_from_preemption=*/false});
+    r->spec_token_ids.resize(static_cast<size_t>(num_drafts));
+    out.scheduled_cached_reqs.push_back({r->id(), scratch_block_ids_, r->num_computed_tokens,
+                                         /*resumed_from_preemption=*/false, r->spec_token_ids});
+    r->spec_token_ids.clear();
     out.num_scheduled_tokens.push_back({r->id(), n});
     step_requests_.push_back(r);
     budget -= n;
@@ -197,6 +213,7 @@ Request* Scheduler::preempt_one(SchedulerOutput& out, size_t& next_index, int& b
   kv_.free(*victim);
   victim->status = RequestStatus::kPreempted;
   victim->num_computed_tokens = 0;
+  victim->spec_token_ids.clear();
   victim->num_preemptions += 1;
   ++num_preemptions_total_;
   waiting_.push_front(victim);
@@ -241,7 +258,8 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
     if (hit.num_tokens + n < r->num_tokens()) ++step_partial_prefills_;
     auto all_blocks = to_vector(kv_.block_ids(*r));
     if (resumed) {
-      out.scheduled_cached_reqs.push_back({r->id(), std::move(all_blocks), hit.num_tokens, true});
+      out.scheduled_cached_reqs.push_back(
+          {r->id(), std::move(all_blocks), hit.num_tokens, true, {}});
     } else {
       out.scheduled_new_reqs.push_back({r->id(), to_vector(r->prompt_token_ids()), r->params(),
                                         std::move(all_blocks), hit.num_tokens, r->eos_token_id()});
@@ -272,6 +290,35 @@ bool Scheduler::check_stop(Request& r) const {
   return false;
 }
 
+// Drafts past the request's last possible slot (prompt + max_tokens - 1, within max_model_len)
+// could never be kept: all of them accepted plus the target's own token end the request.
+void Scheduler::trim_drafts(Request& r) const {
+  if (r.spec_token_ids.empty()) return;
+  const int64_t last =
+      std::min<int64_t>(config_.scheduler.max_model_len,
+                        static_cast<int64_t>(r.num_prompt_tokens()) + r.params().max_tokens) -
+      1;
+  const int64_t room = std::max<int64_t>(0, last - r.num_tokens());
+  if (static_cast<int64_t>(r.spec_token_ids.size()) > room)
+    r.spec_token_ids.resize(static_cast<size_t>(room));
+}
+
+// A verify step of k drafts returns the accepted drafts and one token of the target's own: the
+// rejected drafts' slots were computed for nothing, so num_computed_tokens steps back over them
+// (their KV is overwritten when those positions are computed again).
+void Scheduler::settle_drafts(Request& r, const std::vector<int32_t>& drafts, size_t num_sampled) {
+  const int num_drafts = static_cast<int>(drafts.size());
+  const int num_accepted = std::min(num_drafts, static_cast<int>(num_sampled) - 1);
+  r.num_computed_tokens -= num_drafts - num_accepted;
+  auto& st = spec_stats_;
+  st.num_drafts += 1;
+  st.num_draft_tokens += num_drafts;
+  st.num_accepted_tokens += num_accepted;
+  if (st.accepted_per_position.size() < drafts.size())
+    st.accepted_per_position.resize(drafts.size());
+  for (int p = 0; p < num_accepted; ++p) st.accepted_per_position[static_cast<size_t>(p)] += 1;
+}
+
 void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunnerOutput& runner_out,
                                    std::vector<EngineCoreOutput>& outputs) {
   assert(runner_out.req_ids.size() == step_requests_.size());
@@ -285,6 +332,8 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
     if (r->num_computed_tokens < r->num_tokens()) continue;
     const auto& tokens = runner_out.sampled_token_ids[i];
     if (tokens.empty()) continue;
+    const auto* drafts = step_drafts_[i];
+    if (drafts && !drafts->empty()) settle_drafts(*r, *drafts, tokens.size());
     EngineCoreOutput o{r->id(), {}, std::nullopt, std::nullopt, {}};
     for (size_t j = 0; j < tokens.size(); ++j) {
       r->append_output_token(tokens[j]);
@@ -300,6 +349,9 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
         any_finished = true;
         break;
       }
+    }
+    if (!is_finished(r->status) && i < runner_out.spec_token_ids.size()) {
+      r->spec_token_ids = runner_out.spec_token_ids[i];
     }
     outputs.push_back(std::move(o));
   }

@@ -32,6 +32,14 @@ class RequestRejected : public std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
+// Speculative decoding counters, as vLLM's spec_decode metrics name them.
+struct SpecDecodingStats {
+  int64_t num_drafts = 0;                      // verify steps of a request with at least one draft
+  int64_t num_draft_tokens = 0;                // draft tokens verified
+  int64_t num_accepted_tokens = 0;             // of those, accepted
+  std::vector<int64_t> accepted_per_position;  // [i]: drafts accepted at position i
+};
+
 class Scheduler {
  public:
   // Throws ConfigError for a configuration that cannot work.
@@ -54,6 +62,7 @@ class Scheduler {
   const Request* find_request(const std::string& id) const;
   std::span<Request* const> running() const { return running_; }
   int64_t num_preemptions_total() const { return num_preemptions_total_; }
+  const SpecDecodingStats& spec_decoding_stats() const { return spec_stats_; }
 
   const EngineConfig& config() const { return config_; }
   KVCacheManager& kv_cache_manager() { return kv_; }
@@ -70,6 +79,8 @@ class Scheduler {
   bool partial_prefill_limit_reached(const Request& request, int num_computed,
                                      int num_new_tokens) const;
   bool check_stop(Request& request) const;
+  void trim_drafts(Request& request) const;
+  void settle_drafts(Request& request, const std::vector<int32_t>& drafts, size_t num_sampled);
   void finish(Request* request, RequestStatus status);
 
   EngineConfig config_;
@@ -80,6 +91,9 @@ class Scheduler {
   std::vector<std::string> finished_since_last_step_;
   // The requests of the last schedule(), aligned with out.num_scheduled_tokens.
   std::vector<Request*> step_requests_;
+  // The drafts each of step_requests_ verifies (null: none), pointing into the step's output.
+  std::vector<const std::vector<int32_t>*> step_drafts_;
+  SpecDecodingStats spec_stats_;
   int step_partial_prefills_ = 0;
   std::vector<int32_t> scratch_block_ids_;
   int64_t num_preemptions_total_ = 0;

@@ -30,6 +30,9 @@ struct CachedRequestData {
   std::vector<int32_t> new_block_ids;
   int num_computed_tokens = 0;  // before this step
   bool resumed_from_preemption = false;
+  // Draft tokens to verify this step; they follow the request's tokens and are counted in its
+  // num_scheduled_tokens (1 + spec_token_ids.size() for a decode).
+  std::vector<int32_t> spec_token_ids;
 };
 
 struct ScheduledTokens {
@@ -60,6 +63,8 @@ struct ModelRunnerOutput {
   std::vector<std::vector<int32_t>> sampled_token_ids;
   // Aligned with sampled_token_ids; log-probabilities only where the request asked for them.
   std::vector<std::vector<SampledToken>> sampled;
+  // Draft tokens proposed for each request's next step (empty: none, or no speculation).
+  std::vector<std::vector<int32_t>> spec_token_ids;
 
   // Empties every list but keeps the inner lists' capacity for the next step.
   void clear();

@@ -111,7 +111,8 @@ std::vector<uint8_t> serialize(const SchedulerOutput& out) {
   }
   json cached = json::array();
   for (const CachedRequestData& c : out.scheduled_cached_reqs) {
-    cached.push_back({c.req_id, c.new_block_ids, c.num_computed_tokens, c.resumed_from_preemption});
+    cached.push_back({c.req_id, c.new_block_ids, c.num_computed_tokens, c.resumed_from_preemption,
+                      c.spec_token_ids});
   }
   json scheduled = json::array();
   for (const ScheduledTokens& s : out.num_scheduled_tokens) {
@@ -136,9 +137,9 @@ SchedulerOutput deserialize_scheduler_output(std::span<const uint8_t> bytes) {
            optional_from_json<int32_t>(n.at(5))});
     }
     for (const json& c : body.at("cached")) {
-      out.scheduled_cached_reqs.push_back({c.at(0).get<std::string>(),
-                                           c.at(1).get<std::vector<int32_t>>(), c.at(2).get<int>(),
-                                           c.at(3).get<bool>()});
+      out.scheduled_cached_reqs.push_back(
+          {c.at(0).get<std::string>(), c.at(1).get<std::vector<int32_t>>(), c.at(2).get<int>(),
+           c.at(3).get<bool>(), c.at(4).get<std::vector<int32_t>>()});
     }
     for (const json& s : body.at("scheduled")) {
       out.num_scheduled_tokens.push_back({s.at(0).get<std::string>(), s.at(1).get<int>()});
@@ -159,7 +160,8 @@ std::vector<uint8_t> serialize(const ModelRunnerOutput& out) {
   }
   return json::to_msgpack(document("ModelRunnerOutput", {{"req_ids", out.req_ids},
                                                          {"tokens", out.sampled_token_ids},
-                                                         {"sampled", std::move(sampled)}}));
+                                                         {"sampled", std::move(sampled)},
+                                                         {"spec", out.spec_token_ids}}));
 }
 
 ModelRunnerOutput deserialize_model_runner_output(std::span<const uint8_t> bytes) {
@@ -172,8 +174,10 @@ ModelRunnerOutput deserialize_model_runner_output(std::span<const uint8_t> bytes
       auto& tokens = out.sampled.emplace_back();
       for (const json& s : list) tokens.push_back(sampled_token_from(s));
     }
+    out.spec_token_ids = body.at("spec").get<std::vector<std::vector<int32_t>>>();
     if (out.sampled_token_ids.size() != out.req_ids.size() ||
-        out.sampled.size() != out.req_ids.size()) {
+        out.sampled.size() != out.req_ids.size() ||
+        (!out.spec_token_ids.empty() && out.spec_token_ids.size() != out.req_ids.size())) {
       throw std::invalid_argument("malformed ModelRunnerOutput: lists of different lengths");
     }
     return out;

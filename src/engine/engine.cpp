@@ -19,6 +19,7 @@
 #include "loader/hf_cache.h"
 #include "loader/load_model.h"
 #include "model/model_factory.h"
+#include "spec_decode/speculative_config.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/load_tokenizer.h"
 #include "util/log.h"
@@ -100,6 +101,8 @@ struct Engine::Impl {
     s.max_num_seqs = o.max_num_seqs;
     s.max_num_batched_tokens = o.max_num_batched_tokens;
     s.enable_chunked_prefill = o.enable_chunked_prefill;
+    config.speculative = parse_speculative_config(o.speculative_config);
+    config.speculative.replay_sequences = o.speculative_replay;
     const DType weight_dtype =
         weights->layers.empty() ? DType::kF32 : weights->layers[0].w_up.dtype;
     kv_dtype = resolve_kv_dtype(o.kv_cache_dtype, weight_dtype);
@@ -305,12 +308,17 @@ std::optional<int32_t> Engine::eos_token_id() const {
 EngineStats Engine::stats() const {
   const Scheduler& s = impl_->core->scheduler();
   const auto& kv = s.kv_cache_manager();
+  const SpecDecodingStats& spec = s.spec_decoding_stats();
   return EngineStats{s.num_running(),
                      s.num_waiting(),
                      kv.usage(),
                      s.num_preemptions_total(),
                      kv.prefix_cache_stats().queries,
-                     kv.prefix_cache_stats().hits};
+                     kv.prefix_cache_stats().hits,
+                     spec.num_drafts,
+                     spec.num_draft_tokens,
+                     spec.num_accepted_tokens,
+                     spec.accepted_per_position};
 }
 
 std::vector<std::string> Engine::last_step_admitted() const {
@@ -366,6 +374,7 @@ std::string Engine::describe() const {
      << " max_num_seqs=" << c.scheduler.max_num_seqs
      << " prefix_caching=" << (c.cache.enable_prefix_caching ? "on" : "off")
      << " chunked_prefill=" << (c.scheduler.enable_chunked_prefill ? "on" : "off")
+     << " speculative=" << pagedllm::describe(c.speculative)
      << " isa=" << cpu::to_string(cpu::active_isa()) << " matmul=" << cpu::describe_matmul_backend()
      << " cpu=[" << cpu::cpu_flags_summary() << "]";
   return os.str();

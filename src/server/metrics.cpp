@@ -146,6 +146,19 @@ std::string ServerMetrics::render() const {
           gauges_.prefix_cache_hits);
   counter("num_preemptions_total", "Requests preempted (recomputed later).",
           gauges_.num_preemptions);
+  counter("spec_decode_num_drafts_total", "Verify steps of a request that carried drafts.",
+          gauges_.spec_num_drafts);
+  counter("spec_decode_num_draft_tokens_total", "Draft tokens verified.",
+          gauges_.spec_num_draft_tokens);
+  counter("spec_decode_num_accepted_tokens_total", "Draft tokens accepted.",
+          gauges_.spec_num_accepted_tokens);
+  header(out, "pagedllm:spec_decode_num_accepted_tokens_per_pos_total", "counter",
+         "Draft tokens accepted, by position in the draft.");
+  for (size_t i = 0; i < gauges_.spec_accepted_per_position.size(); ++i) {
+    out += "pagedllm:spec_decode_num_accepted_tokens_per_pos_total{" + labels_ + ",position=\"" +
+           std::to_string(i) + "\"} " + std::to_string(gauges_.spec_accepted_per_position[i]) +
+           "\n";
+  }
   counter("prompt_tokens_total", "Prompt tokens of admitted requests.", prompt_tokens_);
   counter("generation_tokens_total", "Tokens generated.", generation_tokens_);
   header(out, "pagedllm:request_success_total", "counter", "Finished requests by reason.");

@@ -178,4 +178,11 @@ void InputBatch::append_token(int row, int32_t token) {
   row_ptr(row)[n++] = token;
 }
 
+void InputBatch::write_drafts(int row, std::span<const int32_t> drafts) {
+  const int n = num_tokens_[static_cast<size_t>(row)];
+  if (n + static_cast<int64_t>(drafts.size()) > max_model_len_)
+    throw std::length_error("draft tokens run past the token table row");
+  std::copy(drafts.begin(), drafts.end(), row_ptr(row) + n);
+}
+
 }  // namespace pagedllm

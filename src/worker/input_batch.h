@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/sampling_params.h"
+#include "spec_decode/draft_length.h"
 #include "worker/block_table.h"
 
 namespace pagedllm {
@@ -31,6 +32,9 @@ struct CachedRequestState {
   int row = -1;
   // Position in this step's SchedulerOutput::num_scheduled_tokens; set by the runner.
   int scheduled_index = -1;
+  // Draft tokens verified this step (from the scheduler), and how many to propose next.
+  std::vector<int32_t> drafts;
+  DraftLength draft_length;
 };
 
 class InputBatch {
@@ -56,6 +60,9 @@ class InputBatch {
   void swap_rows(int a, int b);
   // Appends a sampled token to row's token ids.
   void append_token(int row, int32_t token);
+  // Writes draft tokens after row's tokens, where prepare_inputs reads them, without counting
+  // them as tokens: each one is overwritten when the token sampled at its place is appended.
+  void write_drafts(int row, std::span<const int32_t> drafts);
 
   // Token-ids table, int32 [max_num_reqs, max_model_len], row-major.
   std::span<const int32_t> token_ids() const { return token_ids_; }

@@ -19,7 +19,8 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
       block_size_(config.cache.block_size),
       max_model_len_(config.scheduler.max_model_len),
       batch_(config.scheduler.max_num_seqs, config.scheduler.max_model_len,
-             config.max_num_blocks_per_req()) {
+             config.max_num_blocks_per_req()),
+      proposer_(config.speculative.enabled() ? make_proposer(config.speculative) : nullptr) {
   const auto max_reqs = static_cast<size_t>(config.scheduler.max_num_seqs);
   int max_tokens = config.scheduler.max_num_batched_tokens;
   for (int b : options_.padding_buckets) max_tokens = std::max(max_tokens, b);
@@ -50,6 +51,7 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
   scratch_to_add_.reserve(max_reqs);
   scheduled_states_.reserve(max_reqs);
   sampled_by_row_.resize(max_reqs);
+  drafts_by_row_.resize(max_reqs);
   requests_.reserve(max_reqs * 2);
 }
 
@@ -82,6 +84,8 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
     s.eos_token_id = n.eos_token_id;
     s.seed = n.sampling_params.seed ? *n.sampling_params.seed : std::random_device{}();
     s.scheduled_index = static_cast<int>(advance_to(out, cursor, n.req_id));
+    s.drafts.clear();
+    s.draft_length = DraftLength(config_.speculative.num_speculative_tokens);
     to_add.push_back(&s);
   }
   cursor = 0;
@@ -95,6 +99,11 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
 
   map_scheduled_rows(out);
   if (options_.reorder_decodes_first) reorder_decodes_first();
+  // After the reorder, which moves rows: the drafts go after each row's tokens.
+  for (int row = 0; row < batch_.num_reqs(); ++row) {
+    const CachedRequestState& s = *batch_.state(row);
+    if (!s.drafts.empty()) batch_.write_drafts(row, s.drafts);
+  }
 }
 
 // New and cached requests are listed in the same relative order as num_scheduled_tokens, so
@@ -136,6 +145,7 @@ void ModelRunner::drop_unscheduled() {
 void ModelRunner::apply_cached(const CachedRequestData& c, CachedRequestState& s,
                                std::vector<CachedRequestState*>& to_add) {
   s.num_computed_tokens = c.num_computed_tokens;
+  s.drafts = c.spec_token_ids;
   if (c.resumed_from_preemption) {
     s.block_ids = c.new_block_ids;
   } else {
@@ -200,10 +210,17 @@ const ModelInputs& ModelRunner::prepare_inputs() {
 //   seq_lens        = [55, 146, 93, 75, 30]
 //   logits_indices  = [0, 1, 94, 169, 199]   (the last token of each request)
 //   logits_start_loc = [0, 1, 2, 3, 4, 5]    (one logits row per request)
+// With speculation, a request that verifies k drafts is scheduled for 1 + k tokens and owns
+// k + 1 logits rows: one for its pending token and one per draft. If the second request above
+// verified 3 drafts (num_scheduled_tokens = [1, 4, 93, 75, 30]):
+//   cu_num_tokens    = [1, 5, 98, 173, 203]
+//   logits_indices   = [0, 1, 2, 3, 4, 97, 172, 202]
+//   logits_start_loc = [0, 1, 5, 6, 7, 8]
 void ModelRunner::compute_request_level() {
   auto& in = inputs_;
   in.num_reqs = batch_.num_reqs();
   int total = 0;
+  int num_logits = 0;
   in.max_query_len = 0;
   in.max_seq_len = 0;
   in.query_start_loc[0] = 0;
@@ -220,12 +237,16 @@ void ModelRunner::compute_request_level() {
     in.query_start_loc[i + 1] = total;
     in.seq_lens[i] = computed + n;
     in.seq_start_loc[i + 1] = in.seq_start_loc[i] + in.seq_lens[i];
-    in.logits_indices[i] = total - 1;
-    in.logits_start_loc[i + 1] = r + 1;
+    const int rows = 1 + static_cast<int>(batch_.state(r)->drafts.size());
+    for (int j = 0; j < rows; ++j) {
+      in.logits_indices[static_cast<size_t>(num_logits + j)] = total - rows + j;
+    }
+    num_logits += rows;
+    in.logits_start_loc[i + 1] = num_logits;
     in.max_query_len = std::max(in.max_query_len, n);
     in.max_seq_len = std::max(in.max_seq_len, in.seq_lens[i]);
   }
-  in.num_logits = in.num_reqs;
+  in.num_logits = num_logits;
   in.num_actual_tokens = total;
   in.num_input_tokens = padded_token_count(total);
   in.block_table = batch_.block_table().flat().first(static_cast<size_t>(in.num_reqs) *
@@ -360,6 +381,7 @@ void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
     result.req_ids[k] = out.num_scheduled_tokens[k].req_id;
     for (const SampledToken& s : sampled) result.sampled_token_ids[k].push_back(s.token_id);
     result.sampled[k].swap(sampled);
+    result.spec_token_ids[k].swap(drafts_by_row_[static_cast<size_t>(row_of_scheduled_[k])]);
   }
 }
 
@@ -394,20 +416,51 @@ void ModelRunner::sample_rows(const ModelInputs& in, size_t vocab) {
 void ModelRunner::sample_row(const ModelInputs& in, size_t vocab, int row, Sampler& sampler) {
   std::vector<SampledToken>& sampled = sampled_by_row_[static_cast<size_t>(row)];
   sampled.clear();
+  drafts_by_row_[static_cast<size_t>(row)].clear();
   // A partial prefill's sample would be discarded: skip it.
   if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) return;
   CachedRequestState& s = *batch_.state(row);
-  for (int i = in.logits_start_loc[static_cast<size_t>(row)];
-       i < in.logits_start_loc[static_cast<size_t>(row) + 1]; ++i) {
+  const int first = in.logits_start_loc[static_cast<size_t>(row)];
+  for (int i = first; i < in.logits_start_loc[static_cast<size_t>(row) + 1]; ++i) {
     const auto tokens = std::span<const int32_t>(s.token_ids);
     const SamplingContext ctx{
         &s.sampling_params, tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
         tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)), s.eos_token_id, s.seed};
     sampled.push_back(
         sampler.sample(std::span(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx));
-    batch_.append_token(row, sampled.back().token_id);
-    s.token_ids.push_back(sampled.back().token_id);
+    const int32_t token = sampled.back().token_id;
+    batch_.append_token(row, token);
+    s.token_ids.push_back(token);
+    // Verification (rejection sampling with one-token drafts): each position is sampled exactly
+    // as a one-token step would sample it, with the same seed counter and penalties, and a
+    // draft is kept only if the target drew that very token. A draft x is thus kept with
+    // probability p(x), and the token emitted in its place is a draw from p either way, so the
+    // output is the target's distribution -- for a given seed, the very tokens of a run
+    // without speculation. The first mismatch ends the row: what follows it was computed on a
+    // token that is not in the sequence.
+    const auto at = static_cast<size_t>(i - first);
+    if (at < s.drafts.size() && token != s.drafts[at]) break;
   }
+  if (!s.drafts.empty()) {
+    s.draft_length.record(static_cast<int>(s.drafts.size()), static_cast<int>(sampled.size()) - 1);
+  }
+  propose_drafts(in, row, s);
+}
+
+// Guesses for the next step, made here while this row's thread is at it.
+void ModelRunner::propose_drafts(const ModelInputs& in, int row, CachedRequestState& s) {
+  if (!proposer_) return;
+  const auto& sc = config_.speculative;
+  if (sc.disable_by_batch_size > 0 && in.num_reqs >= sc.disable_by_batch_size) return;
+  const int wanted = sc.adaptive ? s.draft_length.take() : sc.num_speculative_tokens;
+  // No draft past the last token the request may ever hold (prompt + max_tokens - 1).
+  const int64_t last = std::min<int64_t>(max_model_len_, static_cast<int64_t>(s.num_prompt_tokens) +
+                                                             s.sampling_params.max_tokens) -
+                       1;
+  const int64_t room = last - static_cast<int64_t>(s.token_ids.size());
+  const int max_drafts = static_cast<int>(std::min<int64_t>(wanted, room));
+  if (max_drafts <= 0) return;
+  proposer_->propose(s.token_ids, max_drafts, drafts_by_row_[static_cast<size_t>(row)]);
 }
 
 }  // namespace pagedllm

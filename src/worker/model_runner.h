@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -15,6 +16,7 @@
 #include "model/forward_inputs.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
+#include "spec_decode/proposer.h"
 #include "worker/input_batch.h"
 
 namespace pagedllm {
@@ -63,6 +65,7 @@ class ModelRunner {
   int padded_token_count(int n) const;
   void sample_rows(const ModelInputs& in, size_t vocab);
   void sample_row(const ModelInputs& in, size_t vocab, int row, Sampler& sampler);
+  void propose_drafts(const ModelInputs& in, int row, CachedRequestState& s);
 
   EngineConfig config_;
   RunnerOptions options_;
@@ -81,7 +84,9 @@ class ModelRunner {
   std::vector<CachedRequestState*> scheduled_states_;
   std::vector<float> logits_;
   std::vector<std::vector<SampledToken>> sampled_by_row_;
-  std::vector<Sampler> samplers_;  // one per OpenMP thread that samples
+  std::vector<Sampler> samplers_;                    // one per OpenMP thread that samples
+  std::unique_ptr<Proposer> proposer_;               // null without speculation
+  std::vector<std::vector<int32_t>> drafts_by_row_;  // proposed this step, for the next
 };
 
 }  // namespace pagedllm

@@ -27,10 +27,10 @@ SchedulerOutput full_scheduler_output() {
   SchedulerOutput out;
   out.scheduled_new_reqs.push_back({"new-1", {1, 2, 3, 4}, p, {7, 8}, 16, 2});
   out.scheduled_new_reqs.push_back({"new-2", {9}, SamplingParams{}, {3}, 0, std::nullopt});
-  out.scheduled_cached_reqs.push_back({"old-1", {11}, 40, false});
-  out.scheduled_cached_reqs.push_back({"resumed", {4, 5, 6}, 0, true});
-  out.num_scheduled_tokens = {{"old-1", 1}, {"resumed", 30}, {"new-1", 4}, {"new-2", 1}};
-  out.total_num_scheduled_tokens = 36;
+  out.scheduled_cached_reqs.push_back({"old-1", {11}, 40, false, {17, 18, 19}});
+  out.scheduled_cached_reqs.push_back({"resumed", {4, 5, 6}, 0, true, {}});
+  out.num_scheduled_tokens = {{"old-1", 4}, {"resumed", 30}, {"new-1", 4}, {"new-2", 1}};
+  out.total_num_scheduled_tokens = 39;
   out.finished_req_ids = {"gone"};
   out.preempted_req_ids = {"victim-a", "victim-b"};
   return out;
@@ -72,13 +72,14 @@ TEST(StepSerialization, SchedulerOutputRoundTripsEveryField) {
     EXPECT_EQ(x.new_block_ids, y.new_block_ids);
     EXPECT_EQ(x.num_computed_tokens, y.num_computed_tokens);
     EXPECT_EQ(x.resumed_from_preemption, y.resumed_from_preemption);
+    EXPECT_EQ(x.spec_token_ids, y.spec_token_ids);
   }
   ASSERT_EQ(b.num_scheduled_tokens.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(a.num_scheduled_tokens[i].req_id, b.num_scheduled_tokens[i].req_id);
     EXPECT_EQ(a.num_scheduled_tokens[i].num_tokens, b.num_scheduled_tokens[i].num_tokens);
   }
-  EXPECT_EQ(b.total_num_scheduled_tokens, 36);
+  EXPECT_EQ(b.total_num_scheduled_tokens, 39);
   EXPECT_EQ(b.finished_req_ids, a.finished_req_ids);
   EXPECT_EQ(b.preempted_req_ids, a.preempted_req_ids);
   EXPECT_EQ(b.scheduled_new_reqs[0].sampling_params.seed, 0xFFFF'FFFF'FFFF'FFF0ULL);
@@ -92,11 +93,13 @@ TEST(StepSerialization, ModelRunnerOutputRoundTripsSeveralTokensPerRequestWithLo
   a.req_ids = {"a", "partial", "c"};
   a.sampled_token_ids[0] = {12};
   a.sampled_token_ids[2] = {4, 5, 6};
+  a.spec_token_ids[2] = {7, 8};
   a.sampled[0] = {{12, -0.125f, {{12, -0.125f}, {3, -2.5f}}}};
   a.sampled[2] = {{4, -1.0f, {}}, {5, -0.5f, {}}, {6, -3.75f, {{6, -3.75f}}}};
   const ModelRunnerOutput b = deserialize_model_runner_output(serialize(a));
   EXPECT_EQ(b.req_ids, a.req_ids);
   EXPECT_EQ(b.sampled_token_ids, a.sampled_token_ids);
+  EXPECT_EQ(b.spec_token_ids, a.spec_token_ids);
   ASSERT_EQ(b.sampled.size(), 3u);
   EXPECT_TRUE(b.sampled[1].empty());
   ASSERT_EQ(b.sampled[2].size(), 3u);

@@ -23,7 +23,7 @@ TEST(Histogram, RendersCumulativeBucketsSumAndCount) {
 
 TEST(ServerMetrics, RendersVllmNamesUnderThePagedllmPrefix) {
   ServerMetrics m("tiny\"model");
-  m.set_gauges({2, 3, 0.25, 1, 100, 40});
+  m.set_gauges({2, 3, 0.25, 1, 100, 40, 5, 20, 9, {5, 3, 1, 0}});
   m.add_prompt_tokens(12);
   m.add_generation_tokens(7);
   m.observe_finished("length", 0.5);
@@ -36,6 +36,11 @@ TEST(ServerMetrics, RendersVllmNamesUnderThePagedllmPrefix) {
         "pagedllm:prefix_cache_queries_total{model_name=\"tiny\\\"model\"} 100\n",
         "pagedllm:prefix_cache_hits_total{model_name=\"tiny\\\"model\"} 40\n",
         "pagedllm:num_preemptions_total{model_name=\"tiny\\\"model\"} 1\n",
+        "pagedllm:spec_decode_num_drafts_total{model_name=\"tiny\\\"model\"} 5\n",
+        "pagedllm:spec_decode_num_draft_tokens_total{model_name=\"tiny\\\"model\"} 20\n",
+        "pagedllm:spec_decode_num_accepted_tokens_total{model_name=\"tiny\\\"model\"} 9\n",
+        "pagedllm:spec_decode_num_accepted_tokens_per_pos_total{model_name=\"tiny\\\"model\","
+        "position=\"1\"} 3\n",
         "pagedllm:prompt_tokens_total{model_name=\"tiny\\\"model\"} 12\n",
         "pagedllm:generation_tokens_total{model_name=\"tiny\\\"model\"} 7\n",
         "pagedllm:request_success_total{model_name=\"tiny\\\"model\",finished_reason=\"length\"} "
