@@ -17,6 +17,7 @@
 
 #include "cli/engine_flags.h"
 #include "kernels/cpu/memory_bandwidth.h"
+#include "spec_decode/speculative_config.h"
 #include "util/progress_bar.h"
 
 namespace pagedllm::cli {
@@ -103,6 +104,58 @@ double time_prompt(Engine& engine, std::mt19937& rng, int depth, int tokens) {
   return tokens / seconds_since(t0);
 }
 
+// What speculation did between two snapshots of the engine's counters, as vLLM's bench
+// reports it: the share of drafts accepted, and the tokens one verify step yields on average.
+struct SpecSummary {
+  int64_t drafts = 0, draft_tokens = 0, accepted = 0;
+  double acceptance_rate() const {
+    return draft_tokens > 0 ? static_cast<double>(accepted) / static_cast<double>(draft_tokens)
+                            : 0.0;
+  }
+  double mean_acceptance_length() const {
+    return drafts > 0 ? 1.0 + static_cast<double>(accepted) / static_cast<double>(drafts) : 1.0;
+  }
+};
+
+SpecSummary spec_since(const EngineStats& before, const EngineStats& after) {
+  return {after.spec_num_drafts - before.spec_num_drafts,
+          after.spec_num_draft_tokens - before.spec_num_draft_tokens,
+          after.spec_num_accepted_tokens - before.spec_num_accepted_tokens};
+}
+
+void print_spec(const SpecSummary& s) {
+  std::printf(
+      "speculative decoding: %lld verify steps with drafts, %lld draft tokens, %.1f %% accepted, "
+      "mean acceptance length %.2f\n",
+      static_cast<long long>(s.drafts), static_cast<long long>(s.draft_tokens),
+      100 * s.acceptance_rate(), s.mean_acceptance_length());
+}
+
+void add_spec_json(ordered_json& j, const SpecSummary& s) {
+  j["spec_num_drafts"] = s.drafts;
+  j["spec_num_draft_tokens"] = s.draft_tokens;
+  j["spec_num_accepted_tokens"] = s.accepted;
+  j["spec_acceptance_rate"] = s.acceptance_rate();
+  j["spec_mean_acceptance_length"] = s.mean_acceptance_length();
+}
+
+// {"method": "replay"}: the tg contexts' greedy continuations, from a run without speculation,
+// become the drafts, so that every draft is accepted (the upper bound of speculation).
+template <typename DrawContexts>
+void record_replay(LatencyOptions& o, DrawContexts&& draw_contexts,
+                   const std::vector<std::vector<int32_t>>& contexts) {
+  EngineOptions plain = o.engine;
+  plain.speculative_config.clear();
+  Engine engine(plain);
+  draw_contexts(engine.vocab_size());
+  const auto outputs = engine.generate(contexts, fixed_length(o.gen_len + 1));
+  for (size_t i = 0; i < contexts.size(); ++i) {
+    std::vector<int32_t> seq = contexts[i];
+    seq.insert(seq.end(), outputs[i].token_ids.begin(), outputs[i].token_ids.end());
+    o.engine.speculative_replay.push_back(std::move(seq));
+  }
+}
+
 int run_latency(LatencyOptions& o) {
   if (o.engine.max_num_batched_tokens < o.prompt_len)
     o.engine.max_num_batched_tokens = o.prompt_len;
@@ -113,8 +166,19 @@ int run_latency(LatencyOptions& o) {
     o.engine.max_model_len = o.depth + std::max(std::max(o.prompt_len, 1) + 5, o.gen_len + 2);
   if (o.depth > 0 && o.prompt_len > 0 && !o.engine.enable_prefix_caching)
     throw std::runtime_error("-d with pp needs prefix caching: the context is served from it");
+  // The tg contexts: BOS alone, or `depth` random tokens.
+  std::vector<std::vector<int32_t>> contexts;
+  auto draw_contexts = [&](int vocab) {
+    std::mt19937 context_rng(3);
+    for (int r = 0; r < o.reps; ++r)
+      contexts.push_back(o.depth > 0 ? random_prompt(context_rng, o.depth, vocab)
+                                     : std::vector<int32_t>{1});
+  };
+  if (parse_speculative_config(o.engine.speculative_config).method == SpeculativeMethod::kReplay)
+    record_replay(o, draw_contexts, contexts);
   const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
   Engine& engine = *opened;
+  if (contexts.empty()) draw_contexts(engine.vocab_size());
   std::mt19937 rng(1);
   std::vector<double> pp, tg, read_gbps, ratio;
   std::unique_ptr<cpu::ReadBandwidthProbe> probe;
@@ -128,19 +192,25 @@ int run_latency(LatencyOptions& o) {
     while (engine.has_unfinished_requests()) engine.step();
   }
   ProgressBar bar("bench latency");
+  EngineStats tg_stats_before, tg_stats;
+  SpecSummary spec;
   for (int r = 0; r < o.reps; ++r) {
     if (o.prompt_len > 0) pp.push_back(time_prompt(engine, rng, o.depth, o.prompt_len));
     // tg: single-token decode steps at batch 1 after `depth` tokens of context (prefilled
     // first, untimed).
     if (o.gen_len > 0) {
-      const std::vector<int32_t> context =
-          o.depth > 0 ? random_prompt(rng, o.depth, engine.vocab_size()) : std::vector<int32_t>{1};
-      const std::string id = engine.add_request(context, fixed_length(o.gen_len + 1));
+      const std::string id =
+          engine.add_request(contexts[static_cast<size_t>(r)], fixed_length(o.gen_len + 1));
       while (!has_first_token(engine.step(), id)) {
       }
+      tg_stats_before = engine.stats();
       const auto t0 = Clock::now();
       while (engine.has_unfinished_requests()) engine.step();
       tg.push_back(o.gen_len / seconds_since(t0));
+      const SpecSummary run = spec_since(tg_stats_before, engine.stats());
+      spec.drafts += run.drafts;
+      spec.draft_tokens += run.draft_tokens;
+      spec.accepted += run.accepted;
       // The probe right after each tg run: each ratio compares two figures a second apart.
       if (probe) {
         read_gbps.push_back(probe->measure());
@@ -165,6 +235,7 @@ int run_latency(LatencyOptions& o) {
     j["tg_tokens_per_s_stddev"] = t.stddev;
     j["weight_bytes"] = engine.weight_bytes();
     j["prefix_cache_hit_tokens"] = engine.stats().prefix_cache_hits;  // the depth, served
+    if (!o.engine.speculative_config.empty()) add_spec_json(j, spec);
     if (probe) {
       j["read_gb_per_s"] = median(read_gbps);
       j["tg_weight_gb_per_s"] = median(tg) * weight_gb;
@@ -188,6 +259,7 @@ int run_latency(LatencyOptions& o) {
     const std::string at = o.depth > 0 ? " @ d" + std::to_string(o.depth) : "";
     if (o.prompt_len > 0) row("pp" + std::to_string(o.prompt_len) + at, mean_sd(p));
     if (o.gen_len > 0) row("tg" + std::to_string(o.gen_len) + at, mean_sd(t));
+    if (!o.engine.speculative_config.empty() && o.gen_len > 0) print_spec(spec);
     if (probe && o.gen_len > 0) {
       std::printf(
           "tg reads %.3f GB of weights per token: %.1f GB/s, %.0f %% of the %.1f GB/s "
@@ -216,6 +288,7 @@ int run_throughput(ThroughputOptions& o) {
     prompts.push_back(random_prompt(rng, o.input_len, engine.vocab_size()));
   for (const auto& p : prompts) engine.add_request(p, fixed_length(o.output_len));
   ProgressBar bar("bench throughput");
+  const EngineStats before = engine.stats();
   const auto t0 = Clock::now();
   int64_t out_tokens = 0;
   while (engine.has_unfinished_requests()) {
@@ -227,6 +300,7 @@ int run_throughput(ThroughputOptions& o) {
   }
   const double secs = seconds_since(t0);
   bar.finish();
+  const SpecSummary spec = spec_since(before, engine.stats());
   const double in_tokens = static_cast<double>(o.num_prompts) * o.input_len;
   const double req_s = o.num_prompts / secs;
   const double out_s = static_cast<double>(out_tokens) / secs;
@@ -243,12 +317,14 @@ int run_throughput(ThroughputOptions& o) {
     j["input_tokens_per_s"] = in_tokens / secs;
     j["output_tokens_per_s"] = out_s;
     j["total_tokens_per_s"] = total_s;
+    if (!o.engine.speculative_config.empty()) add_spec_json(j, spec);
     std::cout << j.dump() << "\n";
   } else {
     std::printf(
         "Throughput: %.2f requests/s, %.2f total tokens/s, %.2f output tokens/s (%.2f input "
         "tokens/s), %.1f s\n",
         req_s, total_s, out_s, in_tokens / secs, secs);
+    if (!o.engine.speculative_config.empty()) print_spec(spec);
   }
   return 0;
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -161,6 +162,26 @@ TEST(GenerateCli, HelpExplainsEveryFlag) {
         "--threads"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << flag;
   }
+}
+
+// --speculative-config on the command line: the same tokens, the choice in the log, and a
+// one-line reason for a configuration that cannot work.
+TEST(GenerateCli, SpeculativeConfigKeepsTheReferenceTokensAndRefusesBadJson) {
+  const json e = expected("stories260K");
+  const std::string model = test::model_path("stories260K/stories260K.gguf");
+  const auto r = run_cli("generate --model " + model +
+                         " --prompt-ids 1 --temperature 0 --max-tokens 200 --ignore-eos --json "
+                         "--speculative-config '{\"method\": \"ngram\", "
+                         "\"num_speculative_tokens\": 4}'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(json_lines(r.out)[0]["token_ids"], e["greedy_ids"]);
+  EXPECT_NE(r.err.find("speculative=ngram k=4 n=2..4 adaptive"), std::string::npos) << r.err;
+
+  const auto bad = run_cli("generate --model " + model +
+                           " --prompt-ids 1 --speculative-config '{\"method\": \"ngram\"}'");
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("num_speculative_tokens"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
 }  // namespace

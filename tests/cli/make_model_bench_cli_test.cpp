@@ -102,6 +102,30 @@ TEST(BenchCli, LatencyAndThroughputReportJson) {
   EXPECT_NEAR(j["total_tokens_per_s"].get<double>() * elapsed, 8 * (16 + 8), 1e-3);
 }
 
+// The replay proposer knows tg's answer: every draft is accepted, and each verify step of
+// 1 + 4 tokens yields 5.
+TEST(BenchCli, LatencyWithReplayDraftsAcceptsEveryDraftAndReportsIt) {
+  const std::string path = test::temp_path("bench-spec-tiny.gguf");
+  ASSERT_EQ(run_cli("make-model --preset tiny --out " + path).code, 0);
+  auto r = run_cli("bench latency --model " + path +
+                   " -p 0 -n 16 -r 2 --json --speculative-config "
+                   "'{\"method\": \"replay\", \"num_speculative_tokens\": 4}'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_GT(j["tg_tokens_per_s"].get<double>(), 0.0);
+  // Per rep: the first token comes from the prefill, 15 more from three verify steps of 5, and
+  // the last from a plain step: a draft there would pass max_tokens (17 = -n 16 + 1).
+  EXPECT_EQ(j["spec_num_drafts"].get<int>(), 2 * 3);
+  EXPECT_EQ(j["spec_num_draft_tokens"].get<int>(), 2 * 3 * 4);
+  EXPECT_EQ(j["spec_acceptance_rate"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["spec_mean_acceptance_length"].get<double>(), 5.0);
+  r = run_cli("bench throughput --model " + path +
+              " --num-prompts 4 --input-len 16 --output-len 8 --speculative-config "
+              "'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("speculative decoding:"), std::string::npos) << r.out;
+}
+
 // -d as llama-bench's: pp runs after 64 tokens of context served from the prefix cache (four
 // blocks of 16 per repetition), tg after 64 tokens prefilled untimed.
 TEST(BenchCli, LatencyAtADepthServesTheContextFromThePrefixCache) {
