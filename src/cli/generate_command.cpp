@@ -1,5 +1,6 @@
 #include "cli/generate_command.h"
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -75,6 +76,26 @@ ordered_json to_json(const RequestOutput& out, bool with_logprobs) {
   return j;
 }
 
+// What speculation did, on stderr, as vLLM's SpecDecoding metrics log line.
+void log_speculation(const Engine& engine, const EngineOptions& options) {
+  if (options.speculative_config.empty()) return;
+  const EngineStats s = engine.stats();
+  const double rate = s.spec_num_draft_tokens > 0
+                          ? static_cast<double>(s.spec_num_accepted_tokens) /
+                                static_cast<double>(s.spec_num_draft_tokens)
+                          : 0.0;
+  const double length = s.spec_num_drafts > 0
+                            ? 1.0 + static_cast<double>(s.spec_num_accepted_tokens) /
+                                        static_cast<double>(s.spec_num_drafts)
+                            : 1.0;
+  std::fprintf(stderr,
+               "pagedllm: speculative decoding: %lld drafts, %lld draft tokens, %lld accepted "
+               "(%.1f %%), mean acceptance length %.2f\n",
+               static_cast<long long>(s.spec_num_drafts),
+               static_cast<long long>(s.spec_num_draft_tokens),
+               static_cast<long long>(s.spec_num_accepted_tokens), 100 * rate, length);
+}
+
 int run_generate(GenerateOptions& o) {
   const int sources = !o.prompt.empty() + !o.prompt_ids.empty() + !o.prompts_file.empty();
   if (sources > 1)
@@ -99,6 +120,7 @@ int run_generate(GenerateOptions& o) {
       for (const auto& out : engine.step()) std::cout << out.new_text << std::flush;
     }
     std::cout << "\n";
+    log_speculation(engine, o.engine);
     return 0;
   }
   const auto outputs = engine.generate(prompts, o.params);
@@ -112,6 +134,7 @@ int run_generate(GenerateOptions& o) {
       std::cout << out.text << "\n";
     }
   }
+  log_speculation(engine, o.engine);
   return 0;
 }
 

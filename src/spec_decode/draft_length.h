@@ -4,9 +4,11 @@
 // large batch), and only accepted drafts pay that back.
 //
 // The rule: all drafts accepted -> one more next time (up to K); some rejected -> as many as
-// were accepted plus one; two verify steps in a row with nothing accepted -> no drafts for a
-// cool-down of 1, 2, 4 ... 64 steps, doubling each time it happens again and reset by the
-// first accepted draft. After a cool-down the request tries one draft again.
+// were accepted plus one; a verify step with nothing accepted -> no drafts for a cool-down of
+// 2, 8, 32, then 64 steps, growing each time it happens again and reset by the first accepted
+// draft. After a cool-down the request tries one draft again. On text where nothing is ever
+// accepted that is 4 verify steps in the first 64 tokens and one per 64 after: about 1 % of a
+// 1B model's decode time at a verify cost of 1.3 decode steps.
 #pragma once
 
 #include <algorithm>
@@ -34,25 +36,22 @@ class DraftLength {
       next_ = std::max(1, accepted + 1);
     }
     if (accepted > 0) {
-      misses_ = 0;
-      backoff_ = 1;
+      backoff_ = kFirstBackoff;
       return;
     }
-    if (++misses_ < 2) return;
-    misses_ = 0;
     cooldown_ = backoff_;
-    backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+    backoff_ = std::min(backoff_ * 4, kMaxBackoff);
     next_ = 1;
   }
   int cooldown() const { return cooldown_; }
 
  private:
+  static constexpr int kFirstBackoff = 2;
   static constexpr int kMaxBackoff = 64;
   int max_;
   int next_;
-  int misses_ = 0;
   int cooldown_ = 0;
-  int backoff_ = 1;
+  int backoff_ = kFirstBackoff;
 };
 
 }  // namespace pagedllm

@@ -14,19 +14,17 @@ TEST(DraftLength, GrowsWhileAcceptedShrinksToWhatWasAcceptedAndCoolsDownOnMisses
   EXPECT_EQ(d.take(), 2);
   d.record(2, 2);  // all accepted: one more
   EXPECT_EQ(d.take(), 3);
-  d.record(3, 0);
-  EXPECT_EQ(d.take(), 1);
-  d.record(1, 0);  // second miss in a row: one step without drafts
-  EXPECT_EQ(d.take(), 0);
-  EXPECT_EQ(d.take(), 1);
-  d.record(1, 0);
-  d.record(1, 0);  // again: the cool-down doubles
+  d.record(3, 0);  // nothing accepted: two steps without drafts, then one draft
   EXPECT_EQ(d.take(), 0);
   EXPECT_EQ(d.take(), 0);
   EXPECT_EQ(d.take(), 1);
-  d.record(1, 1);  // an accepted draft resets the cool-down
+  d.record(1, 0);  // again: the cool-down grows to 8
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.take(), 0) << i;
+  EXPECT_EQ(d.take(), 1);
+  d.record(1, 1);  // an accepted draft resets it
+  EXPECT_EQ(d.take(), 2);
   d.record(2, 0);
-  d.record(1, 0);
+  EXPECT_EQ(d.take(), 0);
   EXPECT_EQ(d.take(), 0);
   EXPECT_EQ(d.take(), 1);
 }
@@ -41,6 +39,16 @@ TEST(DraftLength, TheCoolDownIsBoundedSoARequestAlwaysTriesAgain) {
     d.record(1, 0);
   }
   EXPECT_EQ(longest, 64);
+  // Where nothing is ever accepted, 4 of the first 64 steps carry a draft.
+  DraftLength never(4);
+  int verify_steps = 0;
+  for (int step = 0; step < 64; ++step) {
+    const int k = never.take();
+    if (k == 0) continue;
+    ++verify_steps;
+    never.record(k, 0);
+  }
+  EXPECT_EQ(verify_steps, 4);
 }
 
 TEST(SpeculativeConfig, ParsesVllmsFields) {
