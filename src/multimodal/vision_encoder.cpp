@@ -7,6 +7,7 @@
 
 #include "format/dequant.h"
 #include "format/safetensors_file.h"
+#include "kernels/cpu/gemm.h"
 #include "multimodal/mrope.h"
 
 namespace pagedllm {
@@ -36,22 +37,6 @@ float quick_gelu(float x) {
 }
 float silu(float x) {
   return x / (1.0f + std::exp(-x));
-}
-
-// y[n, out] = x[n, in] W[out, in]^T + b.
-std::vector<float> matmul(std::span<const float> x, int64_t n, const std::vector<float>& w,
-                          const std::vector<float>& b, int in, int out) {
-  std::vector<float> y(static_cast<size_t>(n) * out);
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t r = 0; r < n; ++r)
-    for (int o = 0; o < out; ++o) {
-      const float* xr = &x[r * in];
-      const float* wr = &w[static_cast<size_t>(o) * in];
-      float sum = b.empty() ? 0.0f : b[o];
-      for (int i = 0; i < in; ++i) sum += xr[i] * wr[i];
-      y[r * out + o] = sum;
-    }
-  return y;
 }
 
 // Each image's patches as (row, column) in the preprocessor's order (merge blocks, row by row),
@@ -167,9 +152,20 @@ VisionEncoder::Linear VisionEncoder::linear(const VisionWeightSource& w, const s
   Linear l;
   l.in = in;
   l.out = out;
-  l.weight = w(name + ".weight", static_cast<size_t>(in) * out);
+  const std::vector<float> weight = w(name + ".weight", static_cast<size_t>(in) * out);
+  l.weight = cpu::PackedMatrix(WeightMatrix{DType::kF32, out, in, weight.data()});
   if (name != "patch_embed.proj") l.bias = w(name + ".bias", out);
   return l;
+}
+
+std::vector<float> VisionEncoder::apply(const Linear& l, std::span<const float> x) {
+  const int64_t n = static_cast<int64_t>(x.size()) / l.in;
+  std::vector<float> y(static_cast<size_t>(n) * l.out);
+  if (n > 0) {
+    cpu::gemm_packed(x.data(), static_cast<int>(n), l.weight, y.data(),
+                     l.bias.empty() ? nullptr : l.bias.data());
+  }
+  return y;
 }
 
 VisionEncoder::Norm VisionEncoder::norm(const VisionWeightSource& w, const std::string& name,
@@ -234,7 +230,7 @@ void VisionEncoder::attention(const Block& b, std::vector<float>& x, std::span<c
   const int64_t n = static_cast<int64_t>(x.size()) / d;
   std::vector<float> h = x;
   apply_norm(b.norm1, h, d);
-  std::vector<float> qkv = matmul(h, n, b.qkv.weight, b.qkv.bias, d, 3 * d);
+  std::vector<float> qkv = apply(b.qkv, h);
   // Rotary on q and k: channel i pairs with i + hd / 2 (rotate_half), both at angle i.
   const int half = hd / 2;
 #pragma omp parallel for schedule(static)
@@ -276,26 +272,25 @@ void VisionEncoder::attention(const Block& b, std::vector<float>& x, std::span<c
         }
       }
   }
-  const std::vector<float> projected = matmul(out, n, b.proj.weight, b.proj.bias, d, d);
+  const std::vector<float> projected = apply(b.proj, out);
   for (size_t i = 0; i < x.size(); ++i) x[i] += projected[i];
 }
 
 void VisionEncoder::mlp(const Block& b, std::vector<float>& x) const {
-  const int d = config_.hidden_size, f = config_.intermediate_size;
-  const int64_t n = static_cast<int64_t>(x.size()) / d;
+  const int d = config_.hidden_size;
   std::vector<float> h = x;
   apply_norm(b.norm2, h, d);
   std::vector<float> inner;
   if (config_.family == VisionFamily::kQwen2VL) {
-    inner = matmul(h, n, b.fc1.weight, b.fc1.bias, d, f);
+    inner = apply(b.fc1, h);
     for (float& v : inner) v = quick_gelu(v);
   } else {
-    inner = matmul(h, n, b.gate.weight, b.gate.bias, d, f);
-    const std::vector<float> up = matmul(h, n, b.up.weight, b.up.bias, d, f);
+    inner = apply(b.gate, h);
+    const std::vector<float> up = apply(b.up, h);
     for (size_t i = 0; i < inner.size(); ++i) inner[i] = silu(inner[i]) * up[i];
   }
   const Linear& down = config_.family == VisionFamily::kQwen2VL ? b.fc2 : b.down;
-  const std::vector<float> y = matmul(inner, n, down.weight, down.bias, f, d);
+  const std::vector<float> y = apply(down, inner);
   for (size_t i = 0; i < x.size(); ++i) x[i] += y[i];
 }
 
@@ -315,7 +310,7 @@ std::vector<float> VisionEncoder::encode(std::span<const float> pixel_values,
                                 " pixel values for " + std::to_string(n) + " patches of " +
                                 std::to_string(c.patch_dim()));
   }
-  std::vector<float> x = matmul(pixel_values, n, patch_embed_.weight, {}, c.patch_dim(), d);
+  std::vector<float> x = apply(patch_embed_, pixel_values);
   std::vector<int> rows, cols;
   patch_positions(grids, m, rows, cols);
 
@@ -359,12 +354,10 @@ std::vector<float> VisionEncoder::encode(std::span<const float> pixel_values,
   }
 
   apply_norm(merger_norm_, x, d);
-  const int64_t tokens = n / unit;
-  std::vector<float> hidden =
-      matmul(x, tokens, merger_fc1_.weight, merger_fc1_.bias, d * unit, d * unit);
+  // Rows of `unit` consecutive patches: [n / unit, d * unit].
+  std::vector<float> hidden = apply(merger_fc1_, x);
   for (float& v : hidden) v = gelu(v);
-  std::vector<float> merged =
-      matmul(hidden, tokens, merger_fc2_.weight, merger_fc2_.bias, d * unit, c.out_hidden_size);
+  std::vector<float> merged = apply(merger_fc2_, hidden);
   if (!windowed) return merged;
   std::vector<float> restored(merged.size());
   const int out = c.out_hidden_size;

@@ -4,8 +4,9 @@
 // attention, pre-norm blocks (LayerNorm + QuickGELU MLP for Qwen2-VL; RMSNorm + SwiGLU for
 // Qwen2.5-VL, whose blocks attend within windows except those in fullatt_block_indexes), and the
 // merger that turns each merge_size x merge_size block of patches into one token of the
-// language model's width. A straightforward implementation, the numerical reference for faster
-// ones; attention never crosses an image (or a frame).
+// language model's width. The matrix products run on the project's packed f32 kernels
+// (kernels/cpu/gemm.h); norms, rotary and attention are plain loops. Attention never crosses an
+// image (or a frame).
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kernels/cpu/packed_matrix.h"
 #include "multimodal/qwen2vl_image_processor.h"
 
 namespace pagedllm {
@@ -70,7 +72,8 @@ class VisionEncoder {
 
  private:
   struct Linear {
-    std::vector<float> weight, bias;  // [out, in], [out] (empty: no bias)
+    cpu::PackedMatrix weight;  // [out, in], packed for gemm_packed
+    std::vector<float> bias;   // [out] (empty: no bias)
     int in = 0, out = 0;
   };
   struct Norm {
@@ -84,6 +87,7 @@ class VisionEncoder {
   };
 
   Linear linear(const VisionWeightSource& w, const std::string& name, int in, int out) const;
+  static std::vector<float> apply(const Linear& l, std::span<const float> x);  // x W^T + b
   Norm norm(const VisionWeightSource& w, const std::string& name, int width) const;
   void apply_norm(const Norm& n, std::span<float> rows, int width) const;
   void attention(const Block& b, std::vector<float>& x, std::span<const float> cos,
