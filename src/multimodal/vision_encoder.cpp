@@ -247,13 +247,22 @@ void VisionEncoder::attention(const Block& b, std::vector<float>& x, std::span<c
       }
   std::vector<float> out(static_cast<size_t>(n) * d);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (size_t s = 0; s + 1 < segments.size(); ++s) {
-    const int64_t begin = segments[s], end = segments[s + 1];
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t qi = begin; qi < end; ++qi)
+  // Each query attends over the keys of its own segment (window, or frame).
+  std::vector<int64_t> segment_begin(n), segment_end(n);
+  for (size_t s = 0; s + 1 < segments.size(); ++s)
+    for (int64_t i = segments[s]; i < segments[s + 1]; ++i) {
+      segment_begin[i] = segments[s];
+      segment_end[i] = segments[s + 1];
+    }
+#pragma omp parallel
+  {
+    std::vector<float> p;  // this thread's scores
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t qi = 0; qi < n; ++qi)
       for (int head = 0; head < heads; ++head) {
+        const int64_t begin = segment_begin[qi], end = segment_end[qi];
         const float* q = &qkv[qi * 3 * d + head * hd];
-        std::vector<float> p(end - begin);
+        p.resize(end - begin);
         float largest = -INFINITY;
         for (int64_t ki = begin; ki < end; ++ki) {
           const float* k = &qkv[ki * 3 * d + d + head * hd];

@@ -125,6 +125,14 @@ TEST(VisionEncoder, BadConfigsAndInputsAreRefused) {
   };
   EXPECT_THROW(VisionEncoder(VisionEncoderConfig::from_hf_config(hf_config(false)), missing),
                std::invalid_argument);
+  const auto zeros = [](const std::string&, size_t n) { return std::vector<float>(n, 0.0f); };
+  const VisionEncoder encoder(VisionEncoderConfig::from_hf_config(hf_config(false)), zeros);
+  const GridTHW grid{1, 2, 2};
+  const std::vector<float> too_few(4 * encoder.config().patch_dim() - 1);
+  EXPECT_THROW(encoder.encode(too_few, std::span(&grid, 1)), std::invalid_argument);
+  const GridTHW odd{1, 3, 2};
+  const std::vector<float> pixels(6 * encoder.config().patch_dim());
+  EXPECT_THROW(encoder.encode(pixels, std::span(&odd, 1)), std::invalid_argument);
 }
 
 }  // namespace
