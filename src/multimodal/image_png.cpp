@@ -36,7 +36,8 @@ void png_read_from_memory(png_structp png, png_bytep out, png_size_t size) {
 void png_on_warning(png_structp, png_const_charp) {}
 
 // What PIL keeps of a PNG: palette expanded without its tRNS, 16-bit samples cut to their high
-// byte except plain 16-bit gray (PIL's mode "I", clipped to 255 by convert).
+// byte except plain 16-bit gray (PIL's mode "I", clipped to 255 by convert), and 16-bit
+// gray+alpha widened to RGBA as PIL does.
 struct PngLayout {
   bool gray16 = false;  // rows hold big-endian 16-bit gray samples
   bool drop_palette_alpha = false;
@@ -60,6 +61,8 @@ void read_png_body(png_structp png, png_infop info, const ImageDecodeOptions& op
   }
   if (color_type == PNG_COLOR_TYPE_GRAY && bit_depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   if (bit_depth == 16 && !layout.gray16) png_set_strip_16(png);
+  // PIL reads 16-bit gray+alpha as RGBA (so vLLM composites it where 8-bit LA drops alpha).
+  if (color_type == PNG_COLOR_TYPE_GRAY_ALPHA && bit_depth == 16) png_set_gray_to_rgb(png);
   png_set_interlace_handling(png);
   png_read_update_info(png, info);
   layout.channels = png_get_channels(png, info);

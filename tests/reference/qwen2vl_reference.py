@@ -36,6 +36,23 @@ def noise(rng, h, w, c):
 
 
 # ---------------------------------------------------------------- decoding
+def png_chunk(kind, data):
+    import struct
+    import zlib
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def write_raw_png(path, rows, width, height, bit_depth, color_type):
+    """A PNG from raw scanline bytes (filter 0): for layouts PIL cannot write (16-bit colour)."""
+    import struct
+    import zlib
+    raw = b"".join(b"\0" + row for row in rows)
+    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) +
+                png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b""))
+
+
 def write_adam7_png(path, gray):
     """An interlaced 8-bit grayscale PNG: the seven Adam7 passes, each row with filter 0."""
     import struct
@@ -48,13 +65,10 @@ def write_adam7_png(path, gray):
             continue
         for y in range(y0, h, dy):
             raw += b"\0" + gray[y, x0::dx].tobytes()
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     ihdr = struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 1)
     with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw))
-                + chunk(b"IEND", b""))
+        f.write(b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) +
+                png_chunk(b"IDAT", zlib.compress(raw)) + png_chunk(b"IEND", b""))
 
 
 def write_images(out):
@@ -78,10 +92,19 @@ def write_images(out):
     save("palette_transparent.png", palette, transparency=3)
     write_adam7_png(os.path.join(out, "interlaced.png"), gray)  # PIL cannot write Adam7
     images.append("interlaced.png")
+    wide = (rgba.astype(np.uint16) * 257 + rng.randint(0, 256, size=rgba.shape)).astype(">u2")
+    for name, channels, color_type in [("rgb16.png", 3, 2), ("rgba16.png", 4, 6),
+                                       ("gray_alpha16.png", 2, 4)]:
+        rows = [wide[y, :, :channels].tobytes() for y in range(wide.shape[0])]
+        write_raw_png(os.path.join(out, name), rows, wide.shape[1], wide.shape[0], 16, color_type)
+        images.append(name)
     save("bilevel.png", Image.fromarray(gray > 128))
     gray16 = (gray.astype(np.uint16) * 3 + 7).astype(np.uint16)  # some values above 255
     save("gray16.png", Image.fromarray(gray16, "I;16"))
     save("rgb.jpg", Image.fromarray(rgb), quality=90)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: rotate 90; neither HF nor vLLM applies it
+    save("exif_rotated.jpg", Image.fromarray(rgb), quality=90, exif=exif)
     save("rgb_420.jpg", Image.fromarray(rgb), quality=75, subsampling=2)
     save("progressive.jpg", Image.fromarray(rgb), quality=85, progressive=True)
     save("gray.jpg", Image.fromarray(gray, "L"), quality=90)
@@ -200,14 +223,24 @@ PREPROCESS_CASES = [  # (height, width, config, overrides)
 ]
 
 
+# Files that are not RGB go through the conversion first: (height, width, PIL mode, format).
+PREPROCESS_FILES = [(45, 70, "RGBA", "png"), (90, 60, "L", "jpeg"), (64, 100, "P", "gif"),
+                    (50, 50, "RGB", "webp")]
+
+
 def write_preprocessed(out):
     rng = np.random.RandomState(13)
     manifest = []
-    for i, (h, w, config, overrides) in enumerate(PREPROCESS_CASES):
-        name = f"case{i}_{h}x{w}.png"
-        image = Image.fromarray(noise(rng, h, w, 3))
-        image.save(os.path.join(out, name))
-        values, grid = preprocess(image, PREPROCESS_CONFIGS[config], overrides)
+    cases = [(h, w, config, overrides, "RGB", "png") for h, w, config, overrides in PREPROCESS_CASES]
+    cases += [(h, w, "qwen2vl", {}, mode, fmt) for h, w, mode, fmt in PREPROCESS_FILES]
+    for i, (h, w, config, overrides, mode, fmt) in enumerate(cases):
+        name = f"case{i}_{h}x{w}_{mode}.{fmt}"
+        image = Image.fromarray(noise(rng, h, w, 4), "RGBA")
+        image = image.quantize(colors=64) if mode == "P" else image.convert(mode)
+        image.save(os.path.join(out, name), format=fmt.upper())
+        with Image.open(os.path.join(out, name)) as opened:  # as the processor would get it
+            opened.load()
+            values, grid = preprocess(opened, PREPROCESS_CONFIGS[config], overrides)
         values.tofile(os.path.join(out, name + ".f32"))
         manifest.append({"image": name, "config": PREPROCESS_CONFIGS[config],
                          "overrides": overrides, "grid_thw": grid,
