@@ -38,7 +38,8 @@ json hf_config(bool qwen25) {
     "hidden_act": "quick_gelu"}})");
 }
 
-void expect_matches_reference(bool qwen25, const std::vector<std::vector<int64_t>>& grids) {
+void expect_matches_reference(bool qwen25, const std::vector<std::vector<int64_t>>& grids,
+                              const std::string& dtype = "F32") {
   const VisionEncoderConfig config = VisionEncoderConfig::from_hf_config(hf_config(qwen25));
   json reference = {{"family", qwen25 ? "qwen2.5-vl" : "qwen2-vl"},
                     {"depth", config.depth},
@@ -51,9 +52,10 @@ void expect_matches_reference(bool qwen25, const std::vector<std::vector<int64_t
                     {"spatial_merge_size", config.spatial_merge_size},
                     {"window_size", config.window_size},
                     {"fullatt_block_indexes", config.fullatt_block_indexes}};
-  const std::string dir = test::temp_path(qwen25 ? "vision-qwen25" : "vision-qwen2");
-  const json shape =
-      test::reference_json("vision " + dir, json{{"config", reference}, {"grids", grids}}.dump());
+  const std::string dir =
+      test::temp_path(std::string(qwen25 ? "vision-qwen25-" : "vision-qwen2-") + dtype);
+  const json shape = test::reference_json(
+      "vision " + dir, json{{"config", reference}, {"grids", grids}, {"dtype", dtype}}.dump());
 
   SafetensorsFile file(dir + "/vision.safetensors");
   const VisionEncoder encoder(config, safetensors_vision_weights(file, "visual."));
@@ -80,6 +82,12 @@ TEST(VisionEncoder, Qwen25WindowedEncoderEqualsHfForward) {
 
 TEST(VisionEncoder, Qwen2EncoderEqualsHfForward) {
   expect_matches_reference(false, {{1, 6, 8}, {1, 2, 2}});
+}
+
+// Qwen2.5-VL checkpoints are bf16: the weights are widened to f32 as they are read.
+TEST(VisionEncoder, Bf16AndF16CheckpointsAreRead) {
+  expect_matches_reference(true, {{1, 6, 4}}, "BF16");
+  expect_matches_reference(false, {{1, 4, 4}}, "F16");
 }
 
 TEST(VisionEncoder, ImagesDoNotSeeEachOther) {

@@ -250,13 +250,26 @@ def write_preprocessed(out):
 
 
 # ---------------------------------------------------------------- vision encoder
-def write_safetensors(path, tensors):
-    """float32 tensors in the safetensors layout: 8-byte header size, JSON header, data."""
+def to_bf16_bits(array):
+    """float32 -> bfloat16 bits, rounding to nearest even (as torch does)."""
+    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def write_safetensors(path, tensors, dtype="F32"):
+    """F32, F16 or BF16 tensors in the safetensors layout: 8-byte header size, JSON header, data."""
     import struct
     header, offset, blobs = {}, 0, []
     for name, array in tensors.items():
-        data = np.ascontiguousarray(array, dtype=np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
+        if dtype == "BF16":
+            data = to_bf16_bits(array).tobytes()
+        else:
+            data = np.ascontiguousarray(array, dtype=np.float16 if dtype == "F16" else np.float32).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape), "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         blobs.append(data)
     text = json.dumps(header).encode()
@@ -424,8 +437,11 @@ def write_vision(out, case):
     cfg, grids = case["config"], case["grids"]
     rng = np.random.RandomState(case.get("seed", 5))
     w = vision_weights(cfg, rng)
-    write_safetensors(os.path.join(out, "vision.safetensors"), {"visual." + k: v for k, v in w.items()})
-    w = {k: v.astype(np.float32).astype(np.float64) for k, v in w.items()}  # what the file holds
+    dtype = case.get("dtype", "F32")
+    write_safetensors(os.path.join(out, "vision.safetensors"), {"visual." + k: v for k, v in w.items()}, dtype)
+    stored = {"F32": lambda a: a.astype(np.float32), "F16": lambda a: a.astype(np.float16),
+              "BF16": lambda a: from_bf16_bits(to_bf16_bits(a))}[dtype]
+    w = {k: stored(v).astype(np.float64) for k, v in w.items()}  # what the file holds
     patch_dim = 3 * cfg["temporal_patch_size"] * cfg["patch_size"] ** 2
     n = sum(t * h * ww for t, h, ww in grids)
     pixels = rng.normal(0, 1, size=(n, patch_dim)).astype(np.float32)
