@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
@@ -48,6 +49,74 @@ ExpandedPrompt expand_image_placeholders(std::span<const int32_t> tokens, const 
     out.tokens.insert(out.tokens.end(), n, ids.image_pad);
   }
   return out;
+}
+
+namespace {
+
+using nlohmann::json;
+
+// config[key], else config["text_config"][key], else null.
+const json* find_setting(const json& config, const char* key) {
+  if (config.contains(key)) return &config[key];
+  if (config.contains("text_config") && config["text_config"].is_object() &&
+      config["text_config"].contains(key)) {
+    return &config["text_config"][key];
+  }
+  return nullptr;
+}
+
+template <typename T>
+void read_setting(const json* j, const char* key, T& out) {
+  if (!j || j->is_null()) return;
+  if (!j->is_number()) {
+    throw std::invalid_argument(std::string("config.json: '") + key + "' must be a number");
+  }
+  out = j->get<T>();
+}
+
+}  // namespace
+
+MropeConfig MropeConfig::from_hf_config(const json& config) {
+  if (!config.is_object()) throw std::invalid_argument("config.json: not a JSON object");
+  const std::string type = config.value("model_type", "");
+  MropeConfig c;
+  if (type == "qwen2_vl") {
+    c.variant = MropeVariant::kQwen2VL;
+  } else if (type == "qwen2_5_vl") {
+    c.variant = MropeVariant::kQwen25VL;
+  } else {
+    throw std::invalid_argument("config.json: model_type '" + type +
+                                "' is not qwen2_vl or qwen2_5_vl");
+  }
+  read_setting(find_setting(config, "vision_start_token_id"), "vision_start_token_id",
+               c.ids.vision_start);
+  read_setting(find_setting(config, "vision_end_token_id"), "vision_end_token_id",
+               c.ids.vision_end);
+  read_setting(find_setting(config, "image_token_id"), "image_token_id", c.ids.image_pad);
+  read_setting(find_setting(config, "video_token_id"), "video_token_id", c.ids.video_pad);
+  if (config.contains("vision_config") && config["vision_config"].is_object()) {
+    const json& v = config["vision_config"];
+    if (v.contains("spatial_merge_size")) {
+      read_setting(&v["spatial_merge_size"], "spatial_merge_size", c.spatial_merge_size);
+    }
+    if (v.contains("tokens_per_second")) {
+      read_setting(&v["tokens_per_second"], "tokens_per_second", c.tokens_per_second);
+    }
+  }
+  if (const json* rope = find_setting(config, "rope_scaling");
+      rope && rope->is_object() && rope->contains("mrope_section")) {
+    const json& section = (*rope)["mrope_section"];
+    if (!section.is_array() || section.size() != 3 ||
+        !std::all_of(section.begin(), section.end(),
+                     [](const json& x) { return x.is_number_integer() && x.get<int>() >= 0; })) {
+      throw std::invalid_argument("config.json: mrope_section must be 3 non-negative integers");
+    }
+    c.mrope_section = section.get<std::vector<int>>();
+  }
+  if (c.spatial_merge_size < 1) {
+    throw std::invalid_argument("config.json: spatial_merge_size must be positive");
+  }
+  return c;
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <span>
 #include <vector>
 
@@ -61,6 +62,16 @@ struct MropeConfig {
   int spatial_merge_size = 2;      // vision_config.spatial_merge_size
   double tokens_per_second = 2.0;  // vision_config.tokens_per_second (Qwen2.5-VL)
   VisionTokenIds ids;
+  // rope_scaling.mrope_section: how many of each head's rotary frequency pairs turn with the
+  // temporal, height and width positions ({16, 24, 24} for a head of 128). Attention's business,
+  // read here so that one place reads the model's multimodal settings.
+  std::vector<int> mrope_section = {16, 24, 24};
+
+  // From a whole config.json of a Qwen2-VL (model_type qwen2_vl) or Qwen2.5-VL (qwen2_5_vl)
+  // model: the token ids and rope_scaling at the top level or in text_config (newer files),
+  // the rest from vision_config; HF's defaults for what is absent. Throws
+  // std::invalid_argument for another model_type or a field of the wrong type.
+  static MropeConfig from_hf_config(const nlohmann::json& config);
 };
 
 // The vision inputs of one prompt, in prompt order per kind.

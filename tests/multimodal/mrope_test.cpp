@@ -146,6 +146,39 @@ TEST(MropePositions, OneImageByHand) {
   EXPECT_EQ(mrope_decode_position(9, p.delta), 7);
 }
 
+TEST(MropePositions, ConfigReadsQwen2VLAndQwen25VLFiles) {
+  // Qwen2-VL-2B-Instruct's config.json, abridged.
+  const MropeConfig qwen2 = MropeConfig::from_hf_config(json::parse(R"({
+    "model_type": "qwen2_vl", "vision_start_token_id": 151652, "vision_end_token_id": 151653,
+    "vision_token_id": 151654, "image_token_id": 151655, "video_token_id": 151656,
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+    "vision_config": {"embed_dim": 1280, "spatial_merge_size": 2}})"));
+  EXPECT_EQ(qwen2.variant, MropeVariant::kQwen2VL);
+  EXPECT_EQ(qwen2.ids.image_pad, kImage);
+  EXPECT_EQ(qwen2.mrope_section, (std::vector<int>{16, 24, 24}));
+  // Newer files keep the text settings in text_config.
+  const MropeConfig qwen25 = MropeConfig::from_hf_config(json::parse(R"({
+    "model_type": "qwen2_5_vl", "image_token_id": 7, "vision_start_token_id": 5,
+    "text_config": {"rope_scaling": {"type": "mrope", "mrope_section": [8, 12, 12]},
+                    "video_token_id": 9},
+    "vision_config": {"spatial_merge_size": 2, "tokens_per_second": 4}})"));
+  EXPECT_EQ(qwen25.variant, MropeVariant::kQwen25VL);
+  EXPECT_EQ(qwen25.ids.image_pad, 7);
+  EXPECT_EQ(qwen25.ids.vision_start, 5);
+  EXPECT_EQ(qwen25.ids.video_pad, 9);
+  EXPECT_EQ(qwen25.ids.vision_end, kEnd);  // HF's default
+  EXPECT_EQ(qwen25.tokens_per_second, 4.0);
+  EXPECT_EQ(qwen25.mrope_section, (std::vector<int>{8, 12, 12}));
+  EXPECT_THROW(MropeConfig::from_hf_config(json::parse(R"({"model_type": "llama"})")),
+               std::invalid_argument);
+  EXPECT_THROW(MropeConfig::from_hf_config(json::parse(
+                   R"({"model_type": "qwen2_vl", "rope_scaling": {"mrope_section": [1, 2]}})")),
+               std::invalid_argument);
+  EXPECT_THROW(MropeConfig::from_hf_config(
+                   json::parse(R"({"model_type": "qwen2_vl", "image_token_id": "x"})")),
+               std::invalid_argument);
+}
+
 TEST(MropePositions, MismatchedPromptAndGridsAreRefused) {
   const std::vector<int32_t> tokens = {1, kStart, kImage, kImage, kEnd};
   const GridTHW four{1, 4, 4};
