@@ -76,6 +76,46 @@ void window_order(std::span<const GridTHW> grids, int m, int window, std::vector
   }
 }
 
+// Cumulative patch counts at each frame's end: full attention never crosses a frame (or an
+// image). Validates each grid.
+std::vector<int64_t> frame_segments(std::span<const GridTHW> grids, int m) {
+  std::vector<int64_t> bounds = {0};
+  for (const GridTHW& g : grids) {
+    num_image_tokens(g, m);  // throws for a grid that does not merge
+    for (int64_t t = 0; t < g.t; ++t) bounds.push_back(bounds.back() + g.h * g.w);
+  }
+  return bounds;
+}
+
+// Groups of `width` consecutive values, taken in `order`.
+template <typename T>
+std::vector<T> gather_groups(const std::vector<T>& values, int64_t width,
+                             std::span<const int64_t> order) {
+  std::vector<T> out(values.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    std::copy_n(&values[order[k] * width], width, &out[k * width]);
+  }
+  return out;
+}
+
+// 2-D rotary angles per patch, [n, head_dim / 2]: the first quarter of a head's channels turn
+// with the row, the second with the column, at frequencies 10000^(-4i / head_dim); rotate_half
+// pairs channel i with i + head_dim / 2 at the same angle.
+void rotary_tables(std::span<const int> rows, std::span<const int> cols, int head_dim,
+                   std::vector<float>& cos, std::vector<float>& sin) {
+  const int half = head_dim / 2, quarter = half / 2;
+  cos.resize(rows.size() * half);
+  sin.resize(cos.size());
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int j = 0; j < half; ++j) {
+      const int freq = j % quarter;
+      const float inv = 1.0f / std::pow(10000.0f, static_cast<float>(2 * freq) / half);
+      const float angle = static_cast<float>(j < quarter ? rows[r] : cols[r]) * inv;
+      cos[r * half + j] = std::cos(angle);
+      sin[r * half + j] = std::sin(angle);
+    }
+}
+
 }  // namespace
 
 VisionEncoderConfig VisionEncoderConfig::from_hf_config(const json& config) {
@@ -306,14 +346,9 @@ void VisionEncoder::mlp(const Block& b, std::vector<float>& x) const {
 std::vector<float> VisionEncoder::encode(std::span<const float> pixel_values,
                                          std::span<const GridTHW> grids) const {
   const VisionEncoderConfig& c = config_;
-  const int m = c.spatial_merge_size, unit = m * m, d = c.hidden_size;
-  int64_t n = 0;
-  std::vector<int64_t> full = {0};  // attention segments: one per frame of each image
-  for (const GridTHW& g : grids) {
-    num_image_tokens(g, m);  // validates the grid
-    for (int64_t t = 0; t < g.t; ++t) full.push_back(full.back() + g.h * g.w);
-    n += g.num_patches();
-  }
+  const int m = c.spatial_merge_size, unit = m * m;
+  const std::vector<int64_t> frames = frame_segments(grids, m);  // full attention's segments
+  const int64_t n = frames.back();
   if (static_cast<int64_t>(pixel_values.size()) != n * c.patch_dim()) {
     throw std::invalid_argument("vision encoder: " + std::to_string(pixel_values.size()) +
                                 " pixel values for " + std::to_string(n) + " patches of " +
@@ -323,50 +358,25 @@ std::vector<float> VisionEncoder::encode(std::span<const float> pixel_values,
   std::vector<int> rows, cols;
   patch_positions(grids, m, rows, cols);
 
-  // Qwen2.5-VL regroups the merged blocks window by window; everything per token follows.
+  // Qwen2.5-VL regroups the merged blocks window by window; everything per patch follows.
   std::vector<int64_t> order, windows;
   const bool windowed = c.family == VisionFamily::kQwen25VL;
   if (windowed) {
     window_order(grids, m, c.window_size / m / c.patch_size, order, windows);
-    std::vector<float> reordered(x.size());
-    std::vector<int> r2(n), c2(n);
-    for (size_t k = 0; k < order.size(); ++k)
-      for (int u = 0; u < unit; ++u) {
-        const int64_t from = order[k] * unit + u, to = static_cast<int64_t>(k) * unit + u;
-        std::copy_n(&x[from * d], d, &reordered[to * d]);
-        r2[to] = rows[from];
-        c2[to] = cols[from];
-      }
-    x.swap(reordered);
-    rows.swap(r2);
-    cols.swap(c2);
+    x = gather_groups(x, c.hidden_size * unit, order);
+    rows = gather_groups(rows, unit, order);
+    cols = gather_groups(cols, unit, order);
   }
-
-  // 2-D rotary: the first quarter of the head's channels turn with the row, the second with the
-  // column (each quarter mirrored into the other half by rotate_half).
-  const int half = c.head_dim() / 2, quarter = half / 2;
-  std::vector<float> cos(static_cast<size_t>(n) * half), sin(cos.size());
-  for (int64_t r = 0; r < n; ++r)
-    for (int j = 0; j < half; ++j) {
-      const int freq = j % quarter;
-      const float inv = 1.0f / std::pow(10000.0f, static_cast<float>(2 * freq) / half);
-      const float angle = static_cast<float>(j < quarter ? rows[r] : cols[r]) * inv;
-      cos[r * half + j] = std::cos(angle);
-      sin[r * half + j] = std::sin(angle);
-    }
+  std::vector<float> cos, sin;
+  rotary_tables(rows, cols, c.head_dim(), cos, sin);
 
   for (int layer = 0; layer < c.depth; ++layer) {
     const bool full_attention = !windowed || std::count(c.fullatt_block_indexes.begin(),
                                                         c.fullatt_block_indexes.end(), layer) > 0;
-    attention(blocks_[layer], x, cos, sin, full_attention ? full : windows);
+    attention(blocks_[layer], x, cos, sin, full_attention ? frames : windows);
     mlp(blocks_[layer], x);
   }
-
-  apply_norm(merger_norm_, x, d);
-  // Rows of `unit` consecutive patches: [n / unit, d * unit].
-  std::vector<float> hidden = apply(merger_fc1_, x);
-  for (float& v : hidden) v = gelu(v);
-  std::vector<float> merged = apply(merger_fc2_, hidden);
+  std::vector<float> merged = merge(x);
   if (!windowed) return merged;
   std::vector<float> restored(merged.size());
   const int out = c.out_hidden_size;
@@ -374,6 +384,14 @@ std::vector<float> VisionEncoder::encode(std::span<const float> pixel_values,
     std::copy_n(&merged[k * out], out, &restored[order[k] * out]);
   }
   return restored;
+}
+
+std::vector<float> VisionEncoder::merge(std::vector<float>& x) const {
+  apply_norm(merger_norm_, x, config_.hidden_size);
+  // Rows of merge_size^2 consecutive patches: [n / merge_size^2, hidden * merge_size^2].
+  std::vector<float> hidden = apply(merger_fc1_, x);
+  for (float& v : hidden) v = gelu(v);
+  return apply(merger_fc2_, hidden);
 }
 
 }  // namespace pagedllm

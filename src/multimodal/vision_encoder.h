@@ -93,6 +93,7 @@ class VisionEncoder {
   void attention(const Block& b, std::vector<float>& x, std::span<const float> cos,
                  std::span<const float> sin, std::span<const int64_t> segments) const;
   void mlp(const Block& b, std::vector<float>& x) const;
+  std::vector<float> merge(std::vector<float>& x) const;  // final norm, then the merger
 
   VisionEncoderConfig config_;
   Linear patch_embed_;

@@ -171,6 +171,43 @@ struct MmprojWriter {
   }
 };
 
+// The clip metadata llama.cpp's converter writes for these projectors.
+std::vector<GGUFMetadataEntry> mmproj_metadata(const VisionEncoderConfig& c,
+                                               const Qwen2VLImageProcessorConfig& preprocessor) {
+  const int d = c.hidden_size, f = c.intermediate_size, p = c.patch_size;
+  const bool qwen25 = c.family == VisionFamily::kQwen25VL;
+  std::vector<GGUFMetadataEntry> meta = {
+      {"general.architecture", gguf_string("clip")},
+      {"clip.has_vision_encoder", gguf_bool(true)},
+      {"clip.projector_type", gguf_string(qwen25 ? kQwen25VLProjector : kQwen2VLProjector)},
+      {"clip.vision.image_size", gguf_u32(560)},
+      {"clip.vision.patch_size", gguf_u32(p)},
+      {"clip.vision.embedding_length", gguf_u32(d)},
+      {"clip.vision.feed_forward_length", gguf_u32(f)},
+      {"clip.vision.projection_dim", gguf_u32(c.out_hidden_size)},
+      {"clip.vision.block_count", gguf_u32(c.depth)},
+      {"clip.vision.attention.head_count", gguf_u32(c.num_heads)},
+      {"clip.vision.attention.layer_norm_epsilon", gguf_f32(c.norm_eps)},
+      {"clip.vision.image_mean",
+       gguf_f32_array({preprocessor.image_mean.begin(), preprocessor.image_mean.end()})},
+      {"clip.vision.image_std",
+       gguf_f32_array({preprocessor.image_std.begin(), preprocessor.image_std.end()})},
+      {qwen25 ? "clip.use_silu" : "clip.use_gelu", gguf_bool(true)}};
+  if (qwen25) {
+    // llama.cpp keeps one period: every n-th block has full attention.
+    const auto& full = c.fullatt_block_indexes;
+    const int pattern = full.empty() ? 0 : full[0] + 1;
+    for (size_t i = 0; i < full.size(); ++i) {
+      if (full[i] != pattern * static_cast<int>(i + 1) - 1) {
+        throw std::invalid_argument("mmproj: fullatt_block_indexes are not periodic");
+      }
+    }
+    meta.push_back({"clip.vision.n_wa_pattern", gguf_u32(pattern)});
+    meta.push_back({"clip.vision.window_size", gguf_u32(c.window_size)});
+  }
+  return meta;
+}
+
 }  // namespace
 
 void write_mmproj_gguf(const std::string& path, const VisionEncoderConfig& c,
@@ -214,37 +251,7 @@ void write_mmproj_gguf(const std::string& path, const VisionEncoderConfig& c,
   w.linear("merger.mlp.0", "mm.0", merged, merged);
   w.linear("merger.mlp.2", "mm.2", merged, c.out_hidden_size);
 
-  const bool qwen25 = c.family == VisionFamily::kQwen25VL;
-  std::vector<GGUFMetadataEntry> meta = {
-      {"general.architecture", gguf_string("clip")},
-      {"clip.has_vision_encoder", gguf_bool(true)},
-      {"clip.projector_type", gguf_string(qwen25 ? kQwen25VLProjector : kQwen2VLProjector)},
-      {"clip.vision.image_size", gguf_u32(560)},
-      {"clip.vision.patch_size", gguf_u32(p)},
-      {"clip.vision.embedding_length", gguf_u32(d)},
-      {"clip.vision.feed_forward_length", gguf_u32(f)},
-      {"clip.vision.projection_dim", gguf_u32(c.out_hidden_size)},
-      {"clip.vision.block_count", gguf_u32(c.depth)},
-      {"clip.vision.attention.head_count", gguf_u32(c.num_heads)},
-      {"clip.vision.attention.layer_norm_epsilon", gguf_f32(c.norm_eps)},
-      {"clip.vision.image_mean",
-       gguf_f32_array({preprocessor.image_mean.begin(), preprocessor.image_mean.end()})},
-      {"clip.vision.image_std",
-       gguf_f32_array({preprocessor.image_std.begin(), preprocessor.image_std.end()})},
-      {qwen25 ? "clip.use_silu" : "clip.use_gelu", gguf_bool(true)}};
-  if (qwen25) {
-    // llama.cpp keeps one period: every n-th block has full attention.
-    const auto& full = c.fullatt_block_indexes;
-    const int pattern = full.empty() ? 0 : full[0] + 1;
-    for (size_t i = 0; i < full.size(); ++i) {
-      if (full[i] != pattern * static_cast<int>(i + 1) - 1) {
-        throw std::invalid_argument("mmproj: fullatt_block_indexes are not periodic");
-      }
-    }
-    meta.push_back({"clip.vision.n_wa_pattern", gguf_u32(pattern)});
-    meta.push_back({"clip.vision.window_size", gguf_u32(c.window_size)});
-  }
-  write_gguf(path, meta, w.tensors);
+  write_gguf(path, mmproj_metadata(c, preprocessor), w.tensors);
 }
 
 }  // namespace pagedllm
