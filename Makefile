@@ -63,13 +63,14 @@ generate: build
 trace: build
 	./$(BUILD)/pagedllm trace --scenario $(SCENARIO)
 
-# libFuzzer for FUZZ_SECONDS each on the model-file, tokenizer and template parsers, the API
-# request validation and the live HTTP server, seeded with real files and requests.
+# libFuzzer for FUZZ_SECONDS each on the model-file, tokenizer and template parsers, the image
+# decoders and preprocessing, data URLs, the API request validation and the live HTTP server,
+# seeded with real files and requests.
 fuzz: build
 	CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DPAGEDLLM_FUZZ=ON -DPAGEDLLM_BUILD_TESTS=OFF -DPAGEDLLM_BUILD_BENCH=OFF -DPAGEDLLM_WERROR=OFF
 	cmake --build $(FUZZ_BUILD) --target fuzz_gguf fuzz_safetensors fuzz_tokenizer fuzz_chat_template \
-	  fuzz_openai_request fuzz_http
+	  fuzz_openai_request fuzz_http fuzz_image fuzz_data_url
 	bash scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: build

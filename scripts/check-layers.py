@@ -15,8 +15,9 @@ LAYERS = [
     ["util", "pagedllm"],                       # helpers; the public API types (include/pagedllm)
     ["format"],                                 # file formats, tensors, element conversions
     ["kernels", "tokenizer", "chat"],           # compute, text, templates
-    ["loader", "core", "sampling"],             # model assembly/export; scheduler and KV manager;
-                                                # token choice (on the kernels' row passes)
+    ["loader", "core", "sampling", "multimodal"],  # model assembly/export; scheduler and KV
+                                                # manager; token choice (on the kernels' row
+                                                # passes); image decoding, preprocessing, M-RoPE
     ["model"],                                  # forward contract, models, model factory
     ["spec_decode"],                            # draft-token proposers, draft lengths
     ["worker"],                                 # persistent batch, prepare_inputs, sampling

@@ -10,8 +10,9 @@ packages=(
   nlohmann-json3-dev libxxhash-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   libboost-dev
   libdnnl-dev ocl-icd-opencl-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
   clang libclang-rt-14-dev clang-format
-  python3 python3-numpy python3-jinja2 python3-sentencepiece
+  python3 python3-numpy python3-jinja2 python3-sentencepiece python3-pil
 )
 # Node and npm bundle the chat page (webui/) at build time, and run reference tokenizers, the
 # openai client and the browser tests in tests. A machine that already has npm (e.g. from

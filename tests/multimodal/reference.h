@@ -1,0 +1,59 @@
+// Runs tests/reference/qwen2vl_reference.py (Debian's /usr/bin/python3 with numpy and PIL) and
+// reads what it wrote.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "test_paths.h"
+
+namespace pagedllm::test {
+
+inline const std::string kQwen2VLReference =
+    "/usr/bin/python3 " PAGEDLLM_SOURCE_DIR "/tests/reference/qwen2vl_reference.py";
+
+// Runs `qwen2vl_reference.py COMMAND DIR` once per process; returns DIR.
+inline std::string reference_dir(const std::string& command) {
+  static std::map<std::string, std::string> done;
+  if (auto it = done.find(command); it != done.end()) return it->second;
+  const std::string dir = temp_path("qwen2vl-" + command);
+  const std::string cmd = kQwen2VLReference + " " + command + " " + dir;
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << "reference failed: " << cmd;
+  done[command] = dir;
+  return dir;
+}
+
+inline nlohmann::json reference_manifest(const std::string& command) {
+  std::ifstream in(reference_dir(command) + "/manifest.json");
+  EXPECT_TRUE(in.good()) << "no manifest for " << command;
+  return nlohmann::json::parse(in);
+}
+
+inline std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot read " << path;
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Pipes `input` to `qwen2vl_reference.py ARGS` and parses its JSON output.
+inline nlohmann::json reference_json(const std::string& args, const std::string& input) {
+  const std::string file = temp_path("reference-input.json");
+  std::ofstream(file) << input;
+  const std::string cmd = kQwen2VLReference + " " + args + " < " + file;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  EXPECT_EQ(pclose(pipe), 0) << "reference failed: " << cmd;
+  return nlohmann::json::parse(out);
+}
+
+}  // namespace pagedllm::test
