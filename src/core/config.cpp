@@ -30,6 +30,8 @@ const char* to_string(SpeculativeMethod method) {
       return "ngram";
     case SpeculativeMethod::kReplay:
       return "replay";
+    case SpeculativeMethod::kDraftModel:
+      return "draft_model";
   }
   return "?";
 }

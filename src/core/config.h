@@ -51,6 +51,7 @@ enum class SpeculativeMethod {
   kNone,
   kNgram,   // prompt lookup: the tokens after the latest earlier match of the last n tokens
   kReplay,  // benchmarks only: the continuation of a recorded run, as an upper bound
+  kDraftModel,  // a smaller model with the same vocabulary, drafting greedily
 };
 
 struct SpeculativeConfig {
@@ -62,6 +63,10 @@ struct SpeculativeConfig {
   int disable_by_batch_size = 0;
   // Lower K for a request whose drafts are mostly rejected (spec_decode/draft_length.h).
   bool adaptive = true;
+  // kDraftModel: the draft model's file (GGUF, HF directory or llama2.c checkpoint), and the
+  // target's vocabulary size (set by the engine), which the draft's must equal.
+  std::string draft_model;
+  int target_vocab_size = 0;
   // kReplay: prompts followed by what an earlier run generated for them.
   std::vector<std::vector<int32_t>> replay_sequences;
 

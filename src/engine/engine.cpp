@@ -103,6 +103,7 @@ struct Engine::Impl {
     s.enable_chunked_prefill = o.enable_chunked_prefill;
     config.speculative = parse_speculative_config(o.speculative_config);
     config.speculative.replay_sequences = o.speculative_replay;
+    config.speculative.target_vocab_size = mc.vocab_size;
     const DType weight_dtype =
         weights->layers.empty() ? DType::kF32 : weights->layers[0].w_up.dtype;
     kv_dtype = resolve_kv_dtype(o.kv_cache_dtype, weight_dtype);

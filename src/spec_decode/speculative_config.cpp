@@ -33,12 +33,18 @@ SpeculativeMethod method_of(const json& j) {
   }
   if (method == "ngram") return SpeculativeMethod::kNgram;
   if (method == "replay") return SpeculativeMethod::kReplay;
-  if (method == "draft_model" || method == "eagle" || method == "eagle3" || method == "medusa" ||
-      method == "mtp") {
-    throw ConfigError("speculative_config: method '" + method +
-                      "' is not supported yet; use \"ngram\"");
+  if (method == "draft_model") {
+    if (!j.contains("model") || !j.at("model").is_string() ||
+        j.at("model").get<std::string>().empty())
+      throw ConfigError("speculative_config: draft_model needs \"model\": the draft's path");
+    return SpeculativeMethod::kDraftModel;
   }
-  throw ConfigError("speculative_config: unknown method '" + method + "' (expected ngram)");
+  if (method == "eagle" || method == "eagle3" || method == "medusa" || method == "mtp") {
+    throw ConfigError("speculative_config: method '" + method +
+                      "' is not supported yet; use \"ngram\" or \"draft_model\"");
+  }
+  throw ConfigError("speculative_config: unknown method '" + method +
+                    "' (expected ngram or draft_model)");
 }
 
 }  // namespace
@@ -65,6 +71,7 @@ SpeculativeConfig parse_speculative_config(const std::string& text) {
       throw ConfigError("speculative_config: unknown field '" + key + "'");
   }
   c.method = method_of(j);
+  if (c.method == SpeculativeMethod::kDraftModel) c.draft_model = j.at("model").get<std::string>();
   c.num_speculative_tokens = int_field(j, "num_speculative_tokens", -1);
   if (c.num_speculative_tokens < 1)
     throw ConfigError("speculative_config: num_speculative_tokens must be given, at least 1");
@@ -88,6 +95,7 @@ std::string describe(const SpeculativeConfig& c) {
       std::string(to_string(c.method)) + " k=" + std::to_string(c.num_speculative_tokens);
   if (c.method == SpeculativeMethod::kNgram)
     s += " n=" + std::to_string(c.prompt_lookup_min) + ".." + std::to_string(c.prompt_lookup_max);
+  if (c.method == SpeculativeMethod::kDraftModel) s += " draft=" + c.draft_model;
   if (c.disable_by_batch_size > 0) s += " off_at_batch=" + std::to_string(c.disable_by_batch_size);
   s += c.adaptive ? " adaptive" : " fixed";
   return s;

@@ -20,7 +20,10 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
       max_model_len_(config.scheduler.max_model_len),
       batch_(config.scheduler.max_num_seqs, config.scheduler.max_model_len,
              config.max_num_blocks_per_req()),
-      proposer_(config.speculative.enabled() ? make_proposer(config.speculative) : nullptr) {
+      proposer_(config.speculative.enabled()
+                    ? make_proposer(config.speculative, config.speculative.target_vocab_size,
+                                    config.scheduler.max_model_len, config.scheduler.max_num_seqs)
+                    : nullptr) {
   const auto max_reqs = static_cast<size_t>(config.scheduler.max_num_seqs);
   int max_tokens = config.scheduler.max_num_batched_tokens;
   for (int b : options_.padding_buckets) max_tokens = std::max(max_tokens, b);
@@ -52,6 +55,7 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
   scheduled_states_.reserve(max_reqs);
   sampled_by_row_.resize(max_reqs);
   drafts_by_row_.resize(max_reqs);
+  wanted_drafts_.assign(max_reqs, 0);
   requests_.reserve(max_reqs * 2);
 }
 
@@ -62,6 +66,7 @@ const CachedRequestState* ModelRunner::request_state(const std::string& req_id) 
 
 void ModelRunner::update_states(const SchedulerOutput& out) {
   for (const auto& id : out.finished_req_ids) {
+    if (proposer_) proposer_->forget(id);
     auto it = requests_.find(id);
     if (it == requests_.end()) continue;
     if (it->second.row >= 0) batch_.remove_row(it->second.row);
@@ -409,6 +414,19 @@ void ModelRunner::sample_rows(const ModelInputs& in, size_t vocab) {
     }
   }
   if (failure) std::rethrow_exception(failure);
+  if (proposer_ && proposer_->batched()) propose_batched(rows);
+}
+
+// A model proposer runs one batched pass per draft position for every row that wants drafts.
+void ModelRunner::propose_batched(int rows) {
+  proposals_.clear();
+  for (int row = 0; row < rows; ++row) {
+    const auto r = static_cast<size_t>(row);
+    if (wanted_drafts_[r] <= 0) continue;
+    const CachedRequestState& s = *batch_.state(row);
+    proposals_.push_back({&s.req_id, s.token_ids, wanted_drafts_[r], &drafts_by_row_[r]});
+  }
+  if (!proposals_.empty()) proposer_->propose_batch(proposals_);
 }
 
 // The row's logits rows in order, each sampled after the tokens before it are appended, so
@@ -417,6 +435,7 @@ void ModelRunner::sample_row(const ModelInputs& in, size_t vocab, int row, Sampl
   std::vector<SampledToken>& sampled = sampled_by_row_[static_cast<size_t>(row)];
   sampled.clear();
   drafts_by_row_[static_cast<size_t>(row)].clear();
+  wanted_drafts_[static_cast<size_t>(row)] = 0;
   // A partial prefill's sample would be discarded: skip it.
   if (in.seq_lens[static_cast<size_t>(row)] < batch_.num_tokens(row)) return;
   CachedRequestState& s = *batch_.state(row);
@@ -460,6 +479,10 @@ void ModelRunner::propose_drafts(const ModelInputs& in, int row, CachedRequestSt
   const int64_t room = last - static_cast<int64_t>(s.token_ids.size());
   const int max_drafts = static_cast<int>(std::min<int64_t>(wanted, room));
   if (max_drafts <= 0) return;
+  if (proposer_->batched()) {
+    wanted_drafts_[static_cast<size_t>(row)] = max_drafts;  // proposed after every row sampled
+    return;
+  }
   proposer_->propose(s.token_ids, max_drafts, drafts_by_row_[static_cast<size_t>(row)]);
 }
 

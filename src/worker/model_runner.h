@@ -66,6 +66,7 @@ class ModelRunner {
   void sample_rows(const ModelInputs& in, size_t vocab);
   void sample_row(const ModelInputs& in, size_t vocab, int row, Sampler& sampler);
   void propose_drafts(const ModelInputs& in, int row, CachedRequestState& s);
+  void propose_batched(int rows);
 
   EngineConfig config_;
   RunnerOptions options_;
@@ -87,6 +88,8 @@ class ModelRunner {
   std::vector<Sampler> samplers_;                    // one per OpenMP thread that samples
   std::unique_ptr<Proposer> proposer_;               // null without speculation
   std::vector<std::vector<int32_t>> drafts_by_row_;  // proposed this step, for the next
+  std::vector<int> wanted_drafts_;                   // per row, for a batched proposer
+  std::vector<ProposalRequest> proposals_;
 };
 
 }  // namespace pagedllm

@@ -29,6 +29,12 @@ const char* kNgram = R"({"method": "ngram", "num_speculative_tokens": 4, "prompt
 
 class SpeculativeDecoding : public ::testing::TestWithParam<ModelCase> {
  protected:
+  // The model drafting for itself (a llama2.c checkpoint needs its tokenizer only as a target).
+  std::string self_draft(int k = 4) const {
+    return R"({"method": "draft_model", "num_speculative_tokens": )" + std::to_string(k) +
+           R"(, "adaptive": false, "model": ")" + test::model_path(GetParam().model) + R"("})";
+  }
+
   EngineOptions options(const std::string& speculative = "") const {
     EngineOptions o;
     o.model = test::model_path(GetParam().model);
@@ -109,8 +115,8 @@ TEST_P(SpeculativeDecoding, GreedyTokensMatchARunWithoutSpeculationHoweverBatche
     Engine probe(options());
     vocab = probe.vocab_size();
   }
-  for (bool shared : {false, true}) {
-    SCOPED_TRACE(shared ? "shared prefixes" : "distinct prompts");
+  // Prompts with shared prefixes, so that the prefix cache serves some of them.
+  for (bool shared : {true}) {
     const auto ps = prompts(vocab, shared);
     const auto want = run(options(), ps, greedy());
     EngineStats stats;
@@ -120,6 +126,10 @@ TEST_P(SpeculativeDecoding, GreedyTokensMatchARunWithoutSpeculationHoweverBatche
     }
     EXPECT_GT(stats.spec_num_accepted_tokens, 0);
     EXPECT_LT(stats.spec_num_accepted_tokens, stats.spec_num_draft_tokens);
+    // The model as its own draft: every greedy draft is the target's own token.
+    EXPECT_EQ(run(options(self_draft()), ps, greedy(), &stats), want) << "self-draft";
+    EXPECT_GT(stats.spec_num_draft_tokens, 0);
+    EXPECT_EQ(stats.spec_num_accepted_tokens, stats.spec_num_draft_tokens);
 
     EngineOptions o = options(kNgram);
     o.max_num_batched_tokens = 16;
@@ -131,10 +141,17 @@ TEST_P(SpeculativeDecoding, GreedyTokensMatchARunWithoutSpeculationHoweverBatche
     o.num_blocks = 32 * 128 + 1;
     EXPECT_EQ(run(o, ps, greedy()), want) << "block size 1";
 
-    o = options(kNgram);
-    o.num_blocks = 8 + 1 + 4;
-    EXPECT_EQ(run(o, ps, greedy(), &stats), want) << "tiny pool";
-    EXPECT_GT(stats.num_preemptions, 0);
+    for (const std::string& spec : {std::string(kNgram), self_draft(3)}) {
+      o = options(spec);
+      o.num_blocks = 8 + 1 + 4;
+      EXPECT_EQ(run(o, ps, greedy(), &stats), want) << "tiny pool " << spec;
+      EXPECT_GT(stats.num_preemptions, 0);
+    }
+    o = options(self_draft(2));
+    o.max_num_batched_tokens = 16;
+    o.max_num_seqs = 8;
+    EXPECT_EQ(run(o, ps, greedy(), &stats), want) << "self-draft, budget 16";
+    EXPECT_EQ(stats.spec_num_accepted_tokens, stats.spec_num_draft_tokens);
 
     o = options(kNgram);
     o.enable_prefix_caching = false;
@@ -160,6 +177,8 @@ TEST_P(SpeculativeDecoding, SeededSamplingGivesTheSameTokensAsWithoutSpeculation
     EngineStats stats;
     const auto want = run(options(), ps, sp);
     EXPECT_EQ(run(options(kNgram), ps, sp, &stats), want) << "seed " << seed;
+    EXPECT_GT(stats.spec_num_accepted_tokens, 0);
+    EXPECT_EQ(run(options(self_draft()), ps, sp, &stats), want) << "self-draft, seed " << seed;
     EXPECT_GT(stats.spec_num_accepted_tokens, 0);
   }
 }
@@ -214,6 +233,55 @@ TEST_P(SpeculativeDecoding, TheModelsOwnAnswerAsDraftsIsAcceptedWhole) {
   EXPECT_EQ(plain_steps, 41);
   ASSERT_EQ(stats.spec_accepted_per_position.size(), 4u);
   for (int64_t n : stats.spec_accepted_per_position) EXPECT_EQ(n, stats.spec_num_drafts);
+}
+
+// Two trained models with vocabularies of the same size but different tokenizers: the drafts are
+// mostly wrong, and the answer is still the target's alone.
+TEST(SpeculativeDecodingDraftModel, ADifferentModelDraftsAndTheAnswerStaysTheTargets) {
+  EngineOptions o;
+  o.model = test::model_path("stories260K/stories260K.gguf");
+  o.max_model_len = 128;
+  o.num_blocks = 64;
+  o.threads = 2;
+  const std::vector<Ids> prompts = {{1}, {1, 403, 407}};
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.max_tokens = 100;
+  sp.ignore_eos = true;
+  std::vector<Ids> want;
+  {
+    Engine e(o);
+    for (const auto& out : e.generate(prompts, sp)) want.push_back(out.token_ids);
+  }
+  o.speculative_config = R"({"method": "draft_model", "num_speculative_tokens": 4, "model": ")" +
+                         test::model_path("aidreams260K/aidreams260K.bin") + R"("})";
+  Engine e(o);
+  std::vector<Ids> got;
+  for (const auto& out : e.generate(prompts, sp)) got.push_back(out.token_ids);
+  EXPECT_EQ(got, want);
+  EXPECT_GT(e.stats().spec_num_draft_tokens, 0);
+}
+
+TEST(SpeculativeDecodingDraftModel, ADraftWithAnotherVocabularyIsRefusedAtStartUp) {
+  EngineOptions o;
+  o.model = test::model_path("babyllama/model5000.bin");
+  o.tokenizer = test::model_path("babyllama/tok105.bin");
+  o.max_model_len = 128;
+  o.num_blocks = 64;
+  o.speculative_config = R"({"method": "draft_model", "num_speculative_tokens": 4, "model": ")" +
+                         test::model_path("stories260K/stories260K.gguf") + R"("})";
+  try {
+    Engine e(o);
+    FAIL() << "a draft with 512 tokens drafted for a 105-token vocabulary";
+  } catch (const std::exception& err) {
+    EXPECT_NE(
+        std::string(err.what()).find("vocabulary (512 tokens) differs from the target's (105)"),
+        std::string::npos)
+        << err.what();
+  }
+  o.speculative_config =
+      R"({"method": "draft_model", "num_speculative_tokens": 4, "model": "/nope"})";
+  EXPECT_THROW(Engine{o}, std::exception);
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -88,8 +88,13 @@ TEST(SpeculativeConfig, RefusesWhatCannotWorkNamingTheField) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"method":"ngram","num_speculative_tokens":4,"colour":1})").find("colour"),
             std::string::npos);
-  EXPECT_NE(error_of(R"({"model":"draft.gguf","num_speculative_tokens":4})").find("not supported"),
+  EXPECT_NE(error_of(R"({"method":"eagle","num_speculative_tokens":4})").find("not supported"),
             std::string::npos);
+  EXPECT_NE(error_of(R"({"method":"draft_model","num_speculative_tokens":4})").find("\"model\""),
+            std::string::npos);
+  const auto draft = parse_speculative_config(R"({"model":"d.gguf","num_speculative_tokens":3})");
+  EXPECT_EQ(draft.method, SpeculativeMethod::kDraftModel);
+  EXPECT_EQ(draft.draft_model, "d.gguf");
   EXPECT_NE(error_of(R"({"method":"ngram","num_speculative_tokens":4,"prompt_lookup_min":5})")
                 .find("prompt_lookup_min"),
             std::string::npos);
