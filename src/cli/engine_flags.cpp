@@ -45,9 +45,11 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
                 "Disable chunked prefill: a prompt is scheduled whole or waits");
   cmd->add_option("--speculative-config", o.speculative_config,
                   "Speculative decoding as vLLM's JSON, e.g. '{\"method\": \"ngram\", "
-                  "\"num_speculative_tokens\": 4}' (prompt lookup; also prompt_lookup_min/max, "
-                  "disable_by_batch_size, adaptive: lower K for requests whose drafts fail, "
-                  "default true). Greedy and seeded output stay exactly as without it");
+                  "\"num_speculative_tokens\": 4}' (prompt lookup; also prompt_lookup_min/max), "
+                  "or '{\"model\": \"small.gguf\", \"num_speculative_tokens\": 4}' (a draft "
+                  "model with the same vocabulary); disable_by_batch_size, adaptive (lower K for "
+                  "requests whose drafts fail, default true). Greedy and seeded output stay "
+                  "exactly as without it");
   cmd->add_option("--threads", o.threads, "Compute threads; default: the physical cores")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--matmul-backend", o.matmul_backend,

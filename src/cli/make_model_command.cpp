@@ -21,6 +21,8 @@ struct MakeModelOptions {
   std::string tokenizer;
   std::string out;
   uint64_t seed = 0;
+  int vocab_size = 0;     // 0: the preset's
+  int max_model_len = 0;  // 0: the preset's
 };
 
 // q4_k_m and q5_k_m are llama.cpp's mixes: Q6_K for attn_v, ffn_down and output.
@@ -52,6 +54,10 @@ SentencePieceVocab vocab_for(const MakeModelOptions& o, int vocab_size) {
 int run(const MakeModelOptions& o) {
   ExportSpec spec;
   spec.config = preset_config(o.preset);
+  // A draft model must share its target's vocabulary (and hold its context): a small preset
+  // can take a larger one's.
+  if (o.vocab_size > 0) spec.config.vocab_size = o.vocab_size;
+  if (o.max_model_len > 0) spec.config.max_seq_len = o.max_model_len;
   parse_dtype(o.dtype, spec);
   // The random weights are drawn in the layout the GGUF file stores, so none is permuted.
   spec.source_rope = find_arch(spec.config.architecture)->gguf_rope_style;
@@ -92,6 +98,13 @@ void add_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tokenizer", o->tokenizer,
                   "Embed this llama2.c tokenizer.bin instead of a synthetic vocabulary (GGUF)");
   cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
+  cmd->add_option("--vocab-size", o->vocab_size,
+                  "Vocabulary size instead of the preset's (e.g. llama-110m with llama-1b's 128256, "
+                  "to draft for it)")
+      ->check(CLI::Range(259, 1 << 20));
+  cmd->add_option("--context-length", o->max_model_len,
+                  "Context length instead of the preset's")
+      ->check(CLI::Range(16, 1 << 20));
   cmd->add_option("--out", o->out, "Output file (gguf) or directory (safetensors)")->required();
 }
 
