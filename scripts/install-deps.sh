@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libxxhash-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   libboost-dev
   libdnnl-dev ocl-icd-opencl-dev
+  openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev clang-format
   python3 python3-numpy python3-jinja2 python3-sentencepiece
 )

@@ -43,6 +43,11 @@ struct EngineOptions {
   // On, an output holds only this step's tokens, text and logprobs: no cumulative copies, so a
   // step costs the same at token 10 and token 10,000.
   bool delta_outputs = false;
+  // Tensor parallelism over MPI (docs/SCALE-OUT.md): the ranks of `mpirun -np N`, each holding
+  // a shard of the weights and KV cache; 1 runs in this process alone and needs no MPI.
+  int tensor_parallel_size = 1;
+  // A collective that waits longer than this for a rank (dead or hung) ends the whole job.
+  double tensor_parallel_timeout_s = 60.0;
 };
 
 struct RequestOutput {
@@ -109,6 +114,12 @@ class Engine {
   size_t weight_bytes() const;
   // Tokens the KV pool holds: its usable blocks times the block size.
   int64_t kv_cache_tokens() const;
+
+  // Tensor parallelism: true on the ranks other than 0. They hold a shard of the model but
+  // schedule nothing: instead of add_request/step they call run_tensor_parallel_worker(), which
+  // follows rank 0's steps and returns when rank 0's Engine is destroyed.
+  bool is_tensor_parallel_worker() const;
+  void run_tensor_parallel_worker();
 
  private:
   struct Impl;
