@@ -119,6 +119,9 @@ int run_serve(ServeOptions& o) {
   }
   server::AsyncEngine async_engine(engine, metrics,
                                    {o.max_waiting_requests, o.log_stats_interval_s});
+  // A failed step (a tensor-parallel rank died or hangs) has answered its requests with 503;
+  // the server then shuts down as on SIGTERM, and exits non-zero below.
+  async_engine.on_engine_failure([](const std::string&) { kill(getpid(), SIGTERM); });
   server::OpenAIServing serving(engine, async_engine,
                                 {name, o.engine.model, o.chat_template, o.preprocess_timeout_s});
   http.attach(serving);
@@ -164,6 +167,8 @@ int run_serve(ServeOptions& o) {
   http_thread.join();
   shutdown_finished = true;
   log_info("server", "stopped");
+  if (auto failure = async_engine.engine_failure())
+    throw std::runtime_error("the engine failed: " + *failure);
   return 0;
 }
 

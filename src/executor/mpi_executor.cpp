@@ -32,7 +32,7 @@ MpiExecutor::MpiExecutor(const EngineConfig& config, Model& model, distributed::
     : runner_(config, std::move(options)), model_(model), comm_(comm) {}
 
 MpiExecutor::~MpiExecutor() {
-  if (comm_.rank() != 0 || stopped_) return;
+  if (comm_.rank() != 0 || broken_) return;
   message_.assign(1, static_cast<uint8_t>(Kind::kStop));
   try {
     comm_.broadcast(message_, 0);
@@ -43,12 +43,15 @@ MpiExecutor::~MpiExecutor() {
 
 void MpiExecutor::execute_model(const SchedulerOutput& out, ModelRunnerOutput& result) {
   if (comm_.rank() != 0) throw std::logic_error("only rank 0 schedules steps");
-  // A step that fails half-way leaves the other ranks inside a collective that rank 0 will
-  // not join: whatever the cause, the job cannot go on.
+  if (broken_) throw distributed::PeerFailure("the tensor-parallel job failed in a step before");
+  // A step that fails half-way leaves the other ranks inside a collective that rank 0 will not
+  // join: no further step or stop message is sent. The caller answers what it can (a server:
+  // 503) and ends the process, whose non-zero exit (or MPI_Abort) ends the job.
   try {
     step_on_rank0(out, result);
   } catch (const std::exception& e) {
-    comm_.abort(e.what());
+    broken_ = true;
+    throw distributed::PeerFailure(std::string("tensor-parallel step failed: ") + e.what());
   }
 }
 

@@ -27,8 +27,8 @@ class MpiExecutor : public Executor {
   MpiExecutor(const MpiExecutor&) = delete;
   MpiExecutor& operator=(const MpiExecutor&) = delete;
 
-  // Rank 0 only. A peer that fails mid-step ends the job (Communicator::abort): the ranks'
-  // collectives can no longer line up.
+  // Rank 0 only. Throws distributed::PeerFailure when a rank failed mid-step (died, hung past
+  // the timeout); then and afterwards every call throws, and the caller must end the process.
   void execute_model(const SchedulerOutput& out, ModelRunnerOutput& result) override;
   const ModelRunner* local_runner() const override { return &runner_; }
 
@@ -45,7 +45,7 @@ class MpiExecutor : public Executor {
   distributed::Communicator& comm_;
   ModelRunnerOutput previous_;  // rank 0's last result, sent with the next step
   std::vector<uint8_t> message_;
-  bool stopped_ = false;
+  bool broken_ = false;  // a step failed: the ranks' collectives no longer line up
 };
 
 }  // namespace pagedllm

@@ -214,8 +214,9 @@ TEST(TensorParallelFaults, ARankKilledMidStreamEndsTheJobNonZeroWithinSeconds) {
   EXPECT_NE(r.out.find("rank 1"), std::string::npos) << "the report names the rank:\n" << r.out;
 }
 
-// A frozen rank never answers: rank 0's step timeout (3 s here) ends the job and says why.
-TEST(TensorParallelFaults, AHungRankIsNoticedByTheStepTimeoutAndTheJobEnds) {
+// A frozen rank never answers: rank 0's step timeout (3 s here) fails the stream in flight and
+// the request that waited with 503 (OpenAI-style error), and the job ends non-zero.
+TEST(TensorParallelFaults, AHungRankIsAnsweredWith503AndTheJobEnds) {
   skip_without_mpi();
   const CliResult r = run_fault("stop");
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -224,6 +225,9 @@ TEST(TensorParallelFaults, AHungRankIsNoticedByTheStepTimeoutAndTheJobEnds) {
   EXPECT_LE(std::stoi(fault_value(r.out, "seconds")), 20) << r.out;
   EXPECT_NE(r.out.find("did not complete within 3 s: a rank has died or hangs"), std::string::npos)
       << r.out;
+  EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_error"), "\"code\":503") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_done"), "1") << "the stream ends with [DONE]";
 }
 
 }  // namespace
