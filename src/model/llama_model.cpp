@@ -1,5 +1,8 @@
 #include "model/llama_model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -31,6 +34,18 @@ namespace {
 // from it, and a tied output shares it.)
 void release_mapped_pages(const ModelWeights& w, const WeightMatrix& m) {
   if (m.data == w.token_embedding.data) return;
+  for (const std::vector<uint8_t>& copy : w.owned_bytes) {
+    if (m.data != copy.data()) continue;
+    // A tensor-parallel column slice (loader/weight_shard.h), copied at load and packed now: its
+    // whole pages go back to the kernel (private anonymous pages read as zeros afterwards, and
+    // nothing reads them).
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(copy.data());
+    const uintptr_t first = (begin + page - 1) / page * page;
+    const uintptr_t last = (begin + copy.size()) / page * page;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    return;
+  }
   const auto begin = reinterpret_cast<uintptr_t>(m.data);
   const auto end = begin + m.row_stride() * static_cast<size_t>(m.rows);
   for (const auto& file : w.files) {

@@ -230,5 +230,19 @@ TEST(TensorParallelFaults, AHungRankIsAnsweredWith503AndTheJobEnds) {
   EXPECT_EQ(fault_value(r.out, "stream_done"), "1") << "the stream ends with [DONE]";
 }
 
+// SIGTERM to rank 0 drains as one process does: the stream in flight ends normally, a new
+// request is refused with 503, then rank 0 tells the other ranks to stop and all exit 0.
+TEST(TensorParallelFaults, SigtermToRankZeroDrainsThenStopsEveryRank) {
+  skip_without_mpi();
+  const CliResult r = run_fault("term");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
+  EXPECT_EQ(fault_value(r.out, "exit"), "0") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_done"), "1") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_error"), "") << r.out;
+  EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
+  EXPECT_NE(r.out.find("received SIGTERM"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace pagedllm::test

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One fault of a tensor-parallel server (mpirun -np 2 pagedllm serve): MODE kill sends SIGKILL to
-# rank 1 while a request streams, MODE stop freezes it (SIGSTOP, a hung rank). Prints what it
+# rank 1 while a request streams, MODE stop freezes it (SIGSTOP, a hung rank), MODE term sends
+# SIGTERM to rank 0 (a drain, then every rank stops). Prints what it
 # saw, one "key: value" a line, for mpi_executor_test.cpp to check; exits 0 once the job ended.
 # usage: tp_fault.sh BINARY MODEL MODE SCRATCH_DIR
 set -u
@@ -19,11 +20,11 @@ for _ in $(seq 600); do
 done
 if [ -z "$port" ]; then echo "started: no"; cat "$dir/err"; kill -9 $job; exit 1; fi
 echo "started: yes"
-rank1=""
+rank0="" rank1=""
 for pid in $(pgrep -P $job); do
-  if tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1; then
-    rank1=$pid
-  fi
+  env=$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null)
+  if grep -qx OMPI_COMM_WORLD_RANK=0 <<<"$env"; then rank0=$pid; fi
+  if grep -qx OMPI_COMM_WORLD_RANK=1 <<<"$env"; then rank1=$pid; fi
 done
 if [ -z "$rank1" ]; then echo "rank1: not found"; kill -9 $job; exit 1; fi
 body='{"prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": true, "stream": true}'
@@ -32,8 +33,13 @@ curl -s -N --max-time 60 "http://127.0.0.1:$port/v1/completions" \
 client=$!
 sleep 0.2
 start=$(date +%s)
-if [ "$mode" = kill ]; then kill -9 "$rank1"; else kill -STOP "$rank1"; fi
-# A request sent after the fault must not be answered with tokens either.
+case $mode in
+  kill) kill -9 "$rank1" ;;
+  stop) kill -STOP "$rank1" ;;
+  term) kill -TERM "$rank0" ;;
+esac
+# A request sent after the fault (or the signal) must not be answered with tokens.
+sleep 0.2
 curl -s --max-time 60 -o "$dir/after" -w '%{http_code}' "http://127.0.0.1:$port/v1/completions" \
   -H 'Content-Type: application/json' -d '{"prompt": "Hello", "max_tokens": 8}' \
   >"$dir/after_code" 2>/dev/null
