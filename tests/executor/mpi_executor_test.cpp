@@ -230,6 +230,23 @@ TEST(TensorParallelFaults, AHungRankIsAnsweredWith503AndTheJobEnds) {
   EXPECT_EQ(fault_value(r.out, "stream_done"), "1") << "the stream ends with [DONE]";
 }
 
+// A real two-host run on one machine: one rank in each of two network namespaces joined by a
+// veth pair, MPI over TCP between them (tp_netns.sh); skipped where namespaces cannot be made.
+TEST(TensorParallelNetns, TwoRanksInTwoNamespacesOverTcpGiveTheSingleProcessAnswers) {
+  skip_without_mpi();
+  const std::string args = "generate --model " + model_path("stories260K/stories260K.gguf") +
+                           " --prompts-file " + prompts_file() + kGenerateFlags;
+  const CliResult tp =
+      run_shell("timeout 120 bash " PAGEDLLM_SOURCE_DIR "/tests/executor/tp_netns.sh " +
+                temp_path("netns") + " " + PAGEDLLM_BINARY + " " + args);
+  if (tp.code == 77) GTEST_SKIP() << "no network namespace on this machine: " << tp.err;
+  const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
+  expect_same_answers(tp, one, 1e-4);
+  EXPECT_NE(tp.err.find("launched on 10.77.0.2 in pagedllm-b-"), std::string::npos)
+      << "rank 1 did not start in the second namespace:\n"
+      << tp.err;
+}
+
 // SIGTERM to rank 0 drains as one process does: the stream in flight ends normally, a new
 // request is refused with 503, then rank 0 tells the other ranks to stop and all exit 0.
 TEST(TensorParallelFaults, SigtermToRankZeroDrainsThenStopsEveryRank) {
