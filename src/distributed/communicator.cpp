@@ -101,7 +101,7 @@ void wait_for(MPI_Request& request, const char* what, double timeout_s, bool idl
     }
     if (waited < spin) continue;
     std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(idle ? 2000 : 200));
+    nap = std::min(nap * 2, std::chrono::microseconds(idle ? 500 : 200));
   }
 }
 
