@@ -198,10 +198,11 @@ std::string fault_value(const std::string& report, const std::string& key) {
   return report.substr(begin, report.find('\n', begin) - begin);
 }
 
-CliResult run_fault(const std::string& mode) {
+CliResult run_fault(const std::string& mode, const std::string& mpirun_flags = "") {
   return run_shell("timeout 120 bash " PAGEDLLM_SOURCE_DIR "/tests/executor/tp_fault.sh " +
                    std::string(PAGEDLLM_BINARY) + " " + model_path("stories260K/stories260K.gguf") +
-                   " " + mode + " " + temp_path("fault-" + mode));
+                   " " + mode + " " + temp_path("fault-" + mode + mpirun_flags) + " " +
+                   mpirun_flags);
 }
 
 // mpirun ends the whole job at once when a rank dies: no rank waits on a dead peer.
@@ -248,6 +249,22 @@ TEST(TensorParallelNetns, TwoRanksInTwoNamespacesOverTcpGiveTheSingleProcessAnsw
   EXPECT_NE(tp.err.find("launched on 10.77.0.2 in pagedllm-b-"), std::string::npos)
       << "rank 1 did not start in the second namespace:\n"
       << tp.err;
+}
+
+// With `mpirun --enable-recovery` the job outlives a dead rank long enough for rank 0's step
+// timeout: the stream in flight and the waiting request get 503, rank 0 says why and ends the
+// job. (Open MPI 4.1's mpirun then exits 0 whatever the ranks did: docs/SCALE-OUT.md.)
+TEST(TensorParallelFaults, WithEnableRecoveryAKilledRankIsAnsweredWith503) {
+  skip_without_mpi();
+  const CliResult r = run_fault("kill", "--enable-recovery");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
+  EXPECT_NE(r.out.find("pagedllm: error: the engine failed: tensor-parallel step failed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_LE(std::stoi(fault_value(r.out, "seconds")), 20) << r.out;
+  EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_error"), "\"code\":503") << r.out;
 }
 
 // SIGTERM to rank 0 drains as one process does: the stream in flight ends normally, a new

@@ -3,11 +3,12 @@
 # rank 1 while a request streams, MODE stop freezes it (SIGSTOP, a hung rank), MODE term sends
 # SIGTERM to rank 0 (a drain, then every rank stops). Prints what it
 # saw, one "key: value" a line, for mpi_executor_test.cpp to check; exits 0 once the job ended.
-# usage: tp_fault.sh BINARY MODEL MODE SCRATCH_DIR
+# usage: tp_fault.sh BINARY MODEL MODE SCRATCH_DIR [MPIRUN_FLAG...]
 set -u
 binary=$1 model=$2 mode=$3 dir=$4
+shift 4
 mkdir -p "$dir"
-mpirun --allow-run-as-root --oversubscribe -np 2 "$binary" serve --model "$model" --port 0 \
+mpirun --allow-run-as-root --oversubscribe "$@" -np 2 "$binary" serve --model "$model" --port 0 \
   --tensor-parallel-size 2 --tensor-parallel-timeout 3 --threads 1 --log-stats-interval 0 \
   >"$dir/out" 2>"$dir/err" </dev/null &
 job=$!
