@@ -3,6 +3,7 @@
 // the logits of the whole model (the additions' order differs, so within 1e-4, not bit-exact).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <barrier>
 #include <cmath>
 #include <memory>
@@ -107,6 +108,28 @@ TEST(TensorParallelForward, TwoAndFourShardsGiveTheWholeModelsLogits) {
   expect_close(last_logits(path, 2), whole);
   expect_close(last_logits(path, 4), whole);
 }
+
+// QKV biases (Qwen2), Q/K norms with a head size apart from dim / heads (Qwen3), tied
+// embeddings with Llama 3 RoPE scaling and 4 query heads per KV head (tiny-llama3).
+class TensorParallelArchitectures : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorParallelArchitectures, TwoShardsGiveTheWholeModelsLogits) {
+  ExportSpec spec;
+  spec.config = preset_config(GetParam());
+  spec.source_rope = RopeStyle::kInterleaved;
+  spec.vocab = synthetic_vocab(spec.config.vocab_size);
+  const std::string path = test::temp_path("tp-forward-" + GetParam() + ".gguf");
+  export_gguf(spec, random_weights(spec.config, 7), path);
+  expect_close(last_logits(path, 2), last_logits(path, 1));
+}
+
+INSTANTIATE_TEST_SUITE_P(Presets, TensorParallelArchitectures,
+                         ::testing::Values("tiny-qwen2", "tiny-qwen3", "tiny-llama3"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(TensorParallelForward, QuantizedShardsSplitOnBlockBoundariesGiveTheSameLogits) {
   ExportSpec spec;
