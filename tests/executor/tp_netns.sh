@@ -10,27 +10,31 @@ shift 2
 mkdir -p "$dir"
 tag=$$
 ns_a=pagedllm-a-$tag ns_b=pagedllm-b-$tag
-if ! ip netns add "$ns_a" 2>"$dir/netns.err"; then
-  echo "cannot create a network namespace: $(cat "$dir/netns.err")" >&2
-  exit 77
-fi
 cleanup() {
   ip netns del "$ns_a" 2>/dev/null
   ip netns del "$ns_b" 2>/dev/null
 }
 trap cleanup EXIT
-set -e
-ip netns add "$ns_b"
-ip link add "va$tag" type veth peer name "vb$tag"
-ip link set "va$tag" netns "$ns_a"
-ip link set "vb$tag" netns "$ns_b"
-ip -n "$ns_a" addr add 10.77.0.1/24 dev "va$tag"
-ip -n "$ns_b" addr add 10.77.0.2/24 dev "vb$tag"
-for ns in "$ns_a" "$ns_b"; do
-  ip -n "$ns" link set lo up
-done
-ip -n "$ns_a" link set "va$tag" up
-ip -n "$ns_b" link set "vb$tag" up
+# Two namespaces, a veth pair between them, an address at each end.
+make_hosts() {
+  set -e
+  ip netns add "$ns_a"
+  ip netns add "$ns_b"
+  ip link add "va$tag" type veth peer name "vb$tag"
+  ip link set "va$tag" netns "$ns_a"
+  ip link set "vb$tag" netns "$ns_b"
+  ip -n "$ns_a" addr add 10.77.0.1/24 dev "va$tag"
+  ip -n "$ns_b" addr add 10.77.0.2/24 dev "vb$tag"
+  for ns in "$ns_a" "$ns_b"; do
+    ip -n "$ns" link set lo up
+  done
+  ip -n "$ns_a" link set "va$tag" up
+  ip -n "$ns_b" link set "vb$tag" up
+}
+if ! (make_hosts) 2>"$dir/netns.err"; then
+  echo "cannot create two network namespaces joined by a veth pair: $(cat "$dir/netns.err")" >&2
+  exit 77
+fi
 # mpirun calls its remote-launch agent as `agent HOST COMMAND...`, as it would call ssh.
 cat >"$dir/agent.sh" <<AGENT
 #!/bin/sh
