@@ -15,21 +15,16 @@ cleanup() {
   ip netns del "$ns_b" 2>/dev/null
 }
 trap cleanup EXIT
-# Two namespaces, a veth pair between them, an address at each end.
+# Two namespaces, a veth pair between them, an address at each end. (`set -e` does not act in
+# a condition, hence the chain.)
 make_hosts() {
-  set -e
-  ip netns add "$ns_a"
-  ip netns add "$ns_b"
-  ip link add "va$tag" type veth peer name "vb$tag"
-  ip link set "va$tag" netns "$ns_a"
-  ip link set "vb$tag" netns "$ns_b"
-  ip -n "$ns_a" addr add 10.77.0.1/24 dev "va$tag"
-  ip -n "$ns_b" addr add 10.77.0.2/24 dev "vb$tag"
-  for ns in "$ns_a" "$ns_b"; do
-    ip -n "$ns" link set lo up
-  done
-  ip -n "$ns_a" link set "va$tag" up
-  ip -n "$ns_b" link set "vb$tag" up
+  ip netns add "$ns_a" && ip netns add "$ns_b" &&
+    ip link add "va$tag" type veth peer name "vb$tag" &&
+    ip link set "va$tag" netns "$ns_a" && ip link set "vb$tag" netns "$ns_b" &&
+    ip -n "$ns_a" addr add 10.77.0.1/24 dev "va$tag" &&
+    ip -n "$ns_b" addr add 10.77.0.2/24 dev "vb$tag" &&
+    ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
+    ip -n "$ns_a" link set "va$tag" up && ip -n "$ns_b" link set "vb$tag" up
 }
 if ! (make_hosts) 2>"$dir/netns.err"; then
   echo "cannot create two network namespaces joined by a veth pair: $(cat "$dir/netns.err")" >&2
