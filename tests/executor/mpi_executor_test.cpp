@@ -24,12 +24,14 @@ namespace {
 const std::string kMpirun = "timeout 120 mpirun --allow-run-as-root --oversubscribe";
 
 // `command` through the shell; stdout and stderr apart. In sanitizer builds LeakSanitizer
-// leaves Open MPI's allocations alone (openmpi.lsan.supp).
+// leaves Open MPI's own allocations alone (openmpi.lsan.supp): full stacks, and plugins kept
+// loaded, so that the suppressions can see which library allocated.
 CliResult run_shell(const std::string& command) {
   static int calls = 0;
   const std::string err_path = temp_path("mpi_stderr." + std::to_string(calls++) + ".txt");
-  const std::string env =
-      "export LSAN_OPTIONS=suppressions=" PAGEDLLM_SOURCE_DIR "/tests/executor/openmpi.lsan.supp; ";
+  const std::string env = "export LSAN_OPTIONS=suppressions=" PAGEDLLM_SOURCE_DIR
+                          "/tests/executor/openmpi.lsan.supp:fast_unwind_on_malloc=0 "
+                          "OMPI_MCA_mca_base_component_disable_dlclose=1; ";
   FILE* pipe = popen((env + command + " 2>" + err_path).c_str(), "r");
   CliResult r;
   std::array<char, 4096> buf{};

@@ -28,10 +28,9 @@ for pid in $(pgrep -P $job); do
   if grep -qx OMPI_COMM_WORLD_RANK=1 <<<"$env"; then rank1=$pid; fi
 done
 if [ -z "$rank1" ]; then echo "rank1: not found"; kill -9 $job; exit 1; fi
-# Long enough to be mid-stream at the fault; a drain (term) waits for it to finish.
-tokens=2000
-[ "$mode" = term ] && tokens=400
-body='{"prompt": "Once upon a time", "max_tokens": '$tokens', "ignore_eos": true, "stream": true}'
+# Long enough to be mid-stream at the fault, and, for a drain (term), still streaming when the
+# request after the signal arrives.
+body='{"prompt": "Once upon a time", "max_tokens": 2000, "ignore_eos": true, "stream": true}'
 curl -s -N --max-time 60 "http://127.0.0.1:$port/v1/completions" \
   -H 'Content-Type: application/json' -d "$body" >"$dir/stream" 2>/dev/null &
 client=$!
