@@ -13,7 +13,8 @@ import sys
 
 LAYERS = [
     ["util", "pagedllm"],                       # helpers; the public API types (include/pagedllm)
-    ["format"],                                 # file formats, tensors, element conversions
+    ["format", "distributed"],                  # file formats, tensors, element conversions;
+                                                # the MPI communicator of tensor parallelism
     ["kernels", "tokenizer", "chat"],           # compute, text, templates
     ["loader", "core", "sampling", "multimodal"],  # model assembly/export; scheduler and KV
                                                 # manager; token choice (on the kernels' row

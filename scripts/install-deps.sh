@@ -11,6 +11,7 @@ packages=(
   libboost-dev
   libdnnl-dev ocl-icd-opencl-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+  openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev clang-format
   python3 python3-numpy python3-jinja2 python3-sentencepiece python3-pil
 )

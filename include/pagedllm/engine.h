@@ -48,6 +48,11 @@ struct EngineOptions {
   std::string speculative_config;
   // For {"method": "replay"} (benchmarks): prompts followed by what an earlier run generated.
   std::vector<std::vector<int32_t>> speculative_replay;
+  // Tensor parallelism over MPI (docs/SCALE-OUT.md): the ranks of `mpirun -np N`, each holding
+  // a shard of the weights and KV cache; 1 runs in this process alone and needs no MPI.
+  int tensor_parallel_size = 1;
+  // A collective that waits longer than this for a rank (dead or hung) ends the whole job.
+  double tensor_parallel_timeout_s = 60.0;
 };
 
 struct RequestOutput {
@@ -119,6 +124,12 @@ class Engine {
   size_t weight_bytes() const;
   // Tokens the KV pool holds: its usable blocks times the block size.
   int64_t kv_cache_tokens() const;
+
+  // Tensor parallelism: true on the ranks other than 0. They hold a shard of the model but
+  // schedule nothing: instead of add_request/step they call run_tensor_parallel_worker(), which
+  // follows rank 0's steps and returns when rank 0's Engine is destroyed.
+  bool is_tensor_parallel_worker() const;
+  void run_tensor_parallel_worker();
 
  private:
   struct Impl;

@@ -166,6 +166,7 @@ int run_latency(LatencyOptions& o) {
     o.engine.max_model_len = o.depth + std::max(std::max(o.prompt_len, 1) + 5, o.gen_len + 2);
   if (o.depth > 0 && o.prompt_len > 0 && !o.engine.enable_prefix_caching)
     throw std::runtime_error("-d with pp needs prefix caching: the context is served from it");
+  if (run_as_tensor_parallel_worker(o.engine)) return 0;
   // The tg contexts: BOS alone, or `depth` random tokens.
   std::vector<std::vector<int32_t>> contexts;
   auto draw_contexts = [&](int vocab) {
@@ -280,6 +281,7 @@ struct ThroughputOptions {
 
 int run_throughput(ThroughputOptions& o) {
   if (o.engine.max_model_len <= 0) o.engine.max_model_len = o.input_len + o.output_len;
+  if (run_as_tensor_parallel_worker(o.engine)) return 0;
   const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
   Engine& engine = *opened;
   std::mt19937 rng(2);

@@ -1,6 +1,9 @@
 #include "cli/engine_flags.h"
 
+#include <csignal>
 #include <iostream>
+
+#include "engine/tensor_parallel.h"
 
 namespace pagedllm::cli {
 
@@ -57,6 +60,26 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
                   "(bit-identical across ISAs and batch sizes) or onednn")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "native", "onednn"}));
+  cmd->add_option("--tensor-parallel-size,--tp", o.tensor_parallel_size,
+                  "Shard the model over this many processes started by mpirun (mpirun -np N "
+                  "pagedllm ...); rank 0 schedules and samples")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--tensor-parallel-timeout", o.tensor_parallel_timeout_s,
+                  "Seconds a rank waits for the others in a step before it ends the job")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+bool run_as_tensor_parallel_worker(const EngineOptions& options) {
+  join_tensor_parallel(options);  // the job's size against the flag, before anything else
+  if (options.tensor_parallel_size <= 1 || distributed::launcher_rank() == 0) return false;
+  // Rank 0 decides when the job ends (a signal drains its server first, then stops the ranks).
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  Engine engine(options);
+  engine.run_tensor_parallel_worker();
+  return true;
 }
 
 std::unique_ptr<Engine> open_engine(const EngineOptions& options, const std::string& who) {

@@ -100,6 +100,7 @@ int run_generate(GenerateOptions& o) {
   const int sources = !o.prompt.empty() + !o.prompt_ids.empty() + !o.prompts_file.empty();
   if (sources > 1)
     throw std::runtime_error("give only one of --prompt, --prompt-ids, --prompts-file");
+  if (run_as_tensor_parallel_worker(o.engine)) return 0;
   const std::unique_ptr<Engine> opened = open_engine(o.engine);
   Engine& engine = *opened;
   o.params.seed = o.seed;

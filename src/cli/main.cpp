@@ -11,6 +11,7 @@
 #include "cli/serve_command.h"
 #include "cli/tokenize_command.h"
 #include "cli/trace_command.h"
+#include "distributed/communicator.h"
 
 #ifndef PAGEDLLM_VERSION
 #define PAGEDLLM_VERSION "0.0.0"
@@ -34,8 +35,15 @@ int main(int argc, char** argv) {
     // --help and --version exit 0; a bad flag or value exits 2, as command-line tools do.
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
+  } catch (const pagedllm::distributed::CollectiveError& e) {
+    // Every rank found it; rank 0 says it once and each stops on its own.
+    if (e.report()) std::cerr << "pagedllm: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "pagedllm: error: " << e.what() << "\n";
+    // The other ranks of a tensor-parallel job may be waiting for this one: end them too.
+    if (pagedllm::distributed::Communicator::active())
+      pagedllm::distributed::Communicator::world().abort("");
     return 1;
   }
   return exit_code;

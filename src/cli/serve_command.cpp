@@ -88,7 +88,10 @@ int run_serve(ServeOptions& o) {
   set_log_level(parse_log_level(o.log_level));
   const sigset_t signals = shutdown_signals();
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+  signal(SIGPIPE, SIG_IGN);     // a client that hangs up must not kill the server
+  o.engine.detokenize = false;  // the HTTP threads detokenize
+  o.engine.delta_outputs = true;
+  if (run_as_tensor_parallel_worker(o.engine)) return 0;
 
   // Everything that can be checked without the model is checked before it loads: the model
   // path, the chat template and the port.
@@ -105,8 +108,6 @@ int run_serve(ServeOptions& o) {
   server::HttpServer http(metrics, o.http);
   const int port = http.bind();
 
-  o.engine.detokenize = false;  // the HTTP threads detokenize
-  o.engine.delta_outputs = true;
   Engine engine(o.engine);
   log_info("engine", engine.describe());
   // As vLLM warms up before serving: one tiny request pays the first step's one-time costs
@@ -118,6 +119,9 @@ int run_serve(ServeOptions& o) {
   }
   server::AsyncEngine async_engine(engine, metrics,
                                    {o.max_waiting_requests, o.log_stats_interval_s});
+  // A failed step (a tensor-parallel rank died or hangs) has answered its requests with 503;
+  // the server then shuts down as on SIGTERM, and exits non-zero below.
+  async_engine.on_engine_failure([](const std::string&) { kill(getpid(), SIGTERM); });
   server::OpenAIServing serving(engine, async_engine,
                                 {name, o.engine.model, o.chat_template, o.preprocess_timeout_s});
   http.attach(serving);
@@ -163,6 +167,8 @@ int run_serve(ServeOptions& o) {
   http_thread.join();
   shutdown_finished = true;
   log_info("server", "stopped");
+  if (auto failure = async_engine.engine_failure())
+    throw std::runtime_error("the engine failed: " + *failure);
   return 0;
 }
 

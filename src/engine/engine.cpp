@@ -13,6 +13,8 @@
 #include <unordered_map>
 
 #include "engine/engine_core.h"
+#include "engine/tensor_parallel.h"
+#include "executor/mpi_executor.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_onednn.h"
 #include "kernels/kv_cache.h"
@@ -65,6 +67,8 @@ struct Engine::Impl {
   int64_t next_id = 0;
   int threads = 1;
   DType kv_dtype = DType::kF32;
+  distributed::Communicator* tp = nullptr;  // the tensor-parallel job; null in one process
+  MpiExecutor* tp_executor = nullptr;
 
   static DType resolve_kv_dtype(const std::string& name, DType weights) {
     if (name == "f32" || name == "float32") return DType::kF32;
@@ -79,8 +83,14 @@ struct Engine::Impl {
   }
 
   explicit Impl(const EngineOptions& o) : options(o) {
+    // Worker ranks mirror rank 0's batch from the step broadcast alone; drafts and a draft
+    // model's state would have to travel with it first.
+    if (o.tensor_parallel_size > 1 && !o.speculative_config.empty())
+      throw ConfigError("--speculative-config does not work with --tensor-parallel-size > 1 yet");
     options.model = resolve_model_path(o.model);
-    weights = std::make_shared<const ModelWeights>(load_model(options.model));
+    tp = join_tensor_parallel(o);
+    ModelFingerprint fingerprint;
+    weights = load_rank_weights(options.model, tp, fingerprint);
     const ModelConfig& mc = weights->config;
     threads = o.threads > 0 ? o.threads : physical_cores();
     omp_set_num_threads(threads);
@@ -131,10 +141,19 @@ struct Engine::Impl {
     tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
     kv_cache = std::make_unique<PagedKVCache>(kv_spec(c.num_blocks));
     ProgressBar bar("loading " + options.model);
-    model = create_model(weights, {s.max_num_batched_tokens,
-                                   [&bar](size_t done, size_t total) { bar.update(done, total); }});
+    model = create_model(
+        weights,
+        {s.max_num_batched_tokens, [&bar](size_t done, size_t total) { bar.update(done, total); }},
+        shard_of(tp));
     model->bind_kv_cache(*kv_cache);
-    core = std::make_unique<EngineCore>(config, *model);
+    if (!tp) {
+      core = std::make_unique<EngineCore>(config, *model);
+      return;
+    }
+    tensor_parallel_handshake(*tp, options, fingerprint, config);
+    auto executor = std::make_unique<MpiExecutor>(config, *model, *tp);
+    tp_executor = executor.get();
+    core = std::make_unique<EngineCore>(config, std::move(executor));
   }
 
   // As llama.cpp does with a context that does not fit: a model whose own context is longer
@@ -339,6 +358,15 @@ const Tokenizer& Engine::tokenizer() const {
   return *impl_->tokenizer;
 }
 
+bool Engine::is_tensor_parallel_worker() const {
+  return impl_->tp && impl_->tp->rank() != 0;
+}
+
+void Engine::run_tensor_parallel_worker() {
+  if (!is_tensor_parallel_worker()) throw std::logic_error("not a tensor-parallel worker rank");
+  impl_->tp_executor->run_worker();
+}
+
 size_t Engine::weight_bytes() const {
   return impl_->model->linear_weight_bytes();
 }
@@ -351,8 +379,10 @@ std::string Engine::describe() const {
   os << "model=" << w.source << " arch=" << mc.architecture << " dim=" << mc.dim
      << " layers=" << mc.n_layers << " heads=" << mc.n_heads << "/" << mc.n_kv_heads
      << " vocab=" << mc.vocab_size << " weights=" << to_string(w.token_embedding.dtype)
-     << " threads=" << impl_->threads << " kv_blocks=" << c.cache.num_blocks - 1 << "x"
-     << c.cache.block_size << " tokens (" << std::fixed;
+     << " threads=" << impl_->threads;
+  if (impl_->tp) os << " tensor_parallel=" << impl_->tp->rank() << "/" << impl_->tp->size();
+  os << " kv_blocks=" << c.cache.num_blocks - 1 << "x" << c.cache.block_size << " tokens ("
+     << std::fixed;
   os.precision(1);
   const auto mib = [&](int64_t blocks) {
     return static_cast<double>(impl_->kv_cache->spec().bytes_per_block() * blocks) / (1 << 20);

@@ -2,6 +2,7 @@
 // alive (a memory map, or buffers the loader had to build).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,8 @@ struct ModelWeights {
 
   std::vector<std::shared_ptr<MappedFile>> files;
   std::vector<std::vector<float>> owned;
+  // Bytes built at load in another element type (a tensor-parallel rank's column slices).
+  std::vector<std::vector<uint8_t>> owned_bytes;
 
   // Copies values into storage the weights own and returns a pointer to it.
   const float* own(std::vector<float> values) {

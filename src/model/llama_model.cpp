@@ -1,5 +1,8 @@
 #include "model/llama_model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -31,6 +34,18 @@ namespace {
 // from it, and a tied output shares it.)
 void release_mapped_pages(const ModelWeights& w, const WeightMatrix& m) {
   if (m.data == w.token_embedding.data) return;
+  for (const std::vector<uint8_t>& copy : w.owned_bytes) {
+    if (m.data != copy.data()) continue;
+    // A tensor-parallel column slice (loader/weight_shard.h), copied at load and packed now: its
+    // whole pages go back to the kernel (private anonymous pages read as zeros afterwards, and
+    // nothing reads them).
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<uintptr_t>(copy.data());
+    const uintptr_t first = (begin + page - 1) / page * page;
+    const uintptr_t last = (begin + copy.size()) / page * page;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    return;
+  }
   const auto begin = reinterpret_cast<uintptr_t>(m.data);
   const auto end = begin + m.row_stride() * static_cast<size_t>(m.rows);
   for (const auto& file : w.files) {
@@ -59,8 +74,11 @@ void LlamaModel::bind_kv_cache(PagedKVCache& cache) {
 }
 
 LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, int max_tokens,
-                       const std::function<void(size_t, size_t)>& progress)
-    : weights_(std::move(weights)), max_tokens_(max_tokens) {
+                       const std::function<void(size_t, size_t)>& progress,
+                       TensorParallelShard tensor_parallel)
+    : weights_(std::move(weights)),
+      tensor_parallel_(std::move(tensor_parallel)),
+      max_tokens_(max_tokens) {
   const ModelConfig& c = weights_->config;
   const size_t total = weights_->layers.size() + 1;
   for (const LayerWeights& lw : weights_->layers) {
@@ -73,8 +91,10 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, int max_toke
     }
     if (progress) progress(linears_.size(), total);
   }
-  output_ = LinearLayer({&weights_->output});
-  release_mapped_pages(*weights_, weights_->output);
+  if (tensor_parallel_.computes_logits) {
+    output_ = LinearLayer({&weights_->output});
+    release_mapped_pages(*weights_, weights_->output);
+  }
   if (progress) progress(total, total);
   inv_freq_ = rope_inverse_frequencies(c);
   if (weights_->rope_freq_factors) {
@@ -173,6 +193,7 @@ void LlamaModel::attention_block(int layer, const ModelInputs& in, int tokens, b
   const int rows = out_rows ? in.num_logits : tokens;
   cpu::paged_attention(q_.data(), c.n_heads, batch, cache, attn_.data());
   lin.o.apply(attn_.data(), rows, xb_.data());
+  reduce_partial_sums(rows);
   cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(rows) * c.dim);
 }
 
@@ -184,7 +205,14 @@ void LlamaModel::mlp_block(int layer, int tokens) {
   lin.gate_up.apply(xb_.data(), tokens, gate_up_.data());
   cpu::swiglu(gate_up_.data(), tokens, c.hidden_dim, gate_.data());
   lin.down.apply(gate_.data(), tokens, xb_.data());
+  reduce_partial_sums(tokens);
   cpu::add_inplace(x_.data(), xb_.data(), static_cast<int64_t>(tokens) * c.dim);
+}
+
+void LlamaModel::reduce_partial_sums(int rows) {
+  if (!tensor_parallel_.all_reduce) return;
+  tensor_parallel_.all_reduce(xb_.data(),
+                              static_cast<size_t>(rows) * static_cast<size_t>(config().dim));
 }
 
 void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
@@ -206,6 +234,7 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
     attention_block(l, in, tokens, last_layer);
     mlp_block(l, last_layer ? in.num_logits : tokens);
   }
+  if (!tensor_parallel_.computes_logits) return;
   last_.resize(static_cast<size_t>(in.num_logits) * c.dim);
   cpu::rms_norm(x_.data(), weights_->final_norm, last_.data(), in.num_logits, c.dim, c.norm_eps);
   output_.apply(last_.data(), in.num_logits, logits.data());

@@ -15,6 +15,7 @@
 #include "loader/model_weights.h"
 #include "model/linear_layer.h"
 #include "model/model.h"
+#include "model/tensor_parallel.h"
 #include "util/aligned_allocator.h"
 
 namespace pagedllm {
@@ -26,8 +27,10 @@ class LlamaModel : public Model {
   // the kernel drop the mapped pages they came from.
   // The KV cache comes later, through bind_kv_cache() (the engine sizes it from
   // kv_cache_spec()).
+  // With `tensor_parallel`, the weights are one rank's shard (loader/weight_shard.h).
   LlamaModel(std::shared_ptr<const ModelWeights> weights, int max_tokens,
-             const std::function<void(size_t, size_t)>& progress = {});
+             const std::function<void(size_t, size_t)>& progress = {},
+             TensorParallelShard tensor_parallel = {});
   // The same, bound to `kv_cache` at once.
   LlamaModel(std::shared_ptr<const ModelWeights> weights, PagedKVCache& kv_cache, int max_tokens,
              const std::function<void(size_t, size_t)>& progress = {});
@@ -64,6 +67,8 @@ class LlamaModel : public Model {
   void rope_and_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
                       const KVCacheLayer& cache);
   void mlp_block(int layer, int tokens);
+  // A row-parallel product's partial sums (rows x dim in xb_) summed over the ranks.
+  void reduce_partial_sums(int rows);
 
   struct LayerLinears {
     LinearLayer qkv, o, gate_up, down;
@@ -72,6 +77,7 @@ class LlamaModel : public Model {
   std::shared_ptr<const ModelWeights> weights_;
   std::vector<LayerLinears> linears_;
   LinearLayer output_;
+  TensorParallelShard tensor_parallel_;
   PagedKVCache* kv_cache_ = nullptr;
   int max_tokens_;
   std::vector<float> inv_freq_;

@@ -10,12 +10,13 @@ namespace pagedllm {
 namespace {
 
 using Builder = std::unique_ptr<Model> (*)(std::shared_ptr<const ModelWeights>,
-                                           const ModelBuildOptions&);
+                                           const ModelBuildOptions&, TensorParallelShard);
 
 std::unique_ptr<Model> build_llama(std::shared_ptr<const ModelWeights> weights,
-                                   const ModelBuildOptions& options) {
+                                   const ModelBuildOptions& options,
+                                   TensorParallelShard tensor_parallel) {
   return std::make_unique<LlamaModel>(std::move(weights), options.max_num_batched_tokens,
-                                      options.progress);
+                                      options.progress, std::move(tensor_parallel));
 }
 
 using KVSpecOf = KVCacheSpec (*)(const ModelConfig&, int num_blocks, int block_size, DType);
@@ -48,9 +49,10 @@ const Registration& registration_of(const ModelWeights& weights) {
 }
 
 std::unique_ptr<Model> create_model(std::shared_ptr<const ModelWeights> weights,
-                                    const ModelBuildOptions& options) {
+                                    const ModelBuildOptions& options,
+                                    TensorParallelShard tensor_parallel) {
   const Registration& r = registration_of(*weights);
-  return r.build(std::move(weights), options);
+  return r.build(std::move(weights), options, std::move(tensor_parallel));
 }
 
 KVCacheSpec model_kv_cache_spec(const ModelWeights& weights, int num_blocks, int block_size,

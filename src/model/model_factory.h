@@ -11,6 +11,7 @@
 
 #include "loader/model_weights.h"
 #include "model/model.h"
+#include "model/tensor_parallel.h"
 
 namespace pagedllm {
 
@@ -22,8 +23,10 @@ struct ModelBuildOptions {
 };
 
 // Throws ModelLoadError when no model implements weights->config.architecture.
+// `tensor_parallel`: one rank of a tensor-parallel job, whose weights are its shard.
 std::unique_ptr<Model> create_model(std::shared_ptr<const ModelWeights> weights,
-                                    const ModelBuildOptions& options);
+                                    const ModelBuildOptions& options,
+                                    TensorParallelShard tensor_parallel = {});
 
 // The KV cache geometry the model of this checkpoint will ask for (Model::kv_cache_spec), known
 // before the model is built so that a configuration error fails before the weights are packed.

@@ -31,6 +31,9 @@ ModelConfig preset_config(const std::string& name) {
   } else if (name == "tiny-kquant") {  // every matrix row holds whole 256-element k-quant blocks
     c.dim = 256, c.hidden_dim = 512, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
     c.vocab_size = 512, c.max_seq_len = 256;
+  } else if (name == "tiny-tp") {  // heads, KV heads and Q8_0 blocks split over 2 or 4 ranks
+    c.dim = 256, c.hidden_dim = 512, c.n_layers = 2, c.n_heads = 8, c.n_kv_heads = 4;
+    c.vocab_size = 512, c.max_seq_len = 256;
   } else if (name == "tiny-llama3") {
     c.dim = 128, c.hidden_dim = 256, c.n_layers = 2, c.n_heads = 8, c.n_kv_heads = 2;
     c.vocab_size = 640, c.max_seq_len = 4096, c.rope_theta = 500000.0f;
@@ -51,15 +54,15 @@ ModelConfig preset_config(const std::string& name) {
   } else {
     throw std::invalid_argument("unknown preset '" + name +
                                 "' (llama-110m, llama-1b, qwen2-0.5b; tests: tiny, tiny-kquant, "
-                                "tiny-llama3, tiny-qwen2, tiny-qwen3)");
+                                "tiny-tp, tiny-llama3, tiny-qwen2, tiny-qwen3)");
   }
   c.head_dim = c.dim / c.n_heads;
   return c;
 }
 
 std::vector<std::string> preset_names() {
-  return {"llama-110m",  "llama-1b",    "qwen2-0.5b", "tiny",
-          "tiny-kquant", "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
+  return {"llama-110m", "llama-1b",    "qwen2-0.5b", "tiny",      "tiny-kquant",
+          "tiny-tp",    "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
 }
 
 SentencePieceVocab synthetic_vocab(int size) {

@@ -33,10 +33,11 @@ void RequestChannel::push(TokenEvent event) {
   cv_.notify_all();
 }
 
-void RequestChannel::fail(const std::string& message) {
+void RequestChannel::fail(const std::string& message, int status) {
   {
     std::lock_guard lock(mutex_);
     error_ = message;
+    error_status_ = status;
   }
   cv_.notify_all();
 }
@@ -55,6 +56,11 @@ std::optional<std::string> RequestChannel::error() const {
   return error_;
 }
 
+int RequestChannel::error_status() const {
+  std::lock_guard lock(mutex_);
+  return error_status_;
+}
+
 AsyncEngine::AsyncEngine(Engine& engine, ServerMetrics& metrics, AsyncEngineOptions options)
     : engine_(engine), metrics_(metrics), options_(options), last_stats_log_(Clock::now()) {
   thread_ = std::thread([this] {
@@ -71,6 +77,7 @@ void AsyncEngine::submit(std::vector<Submission> submissions,
                          std::shared_ptr<RequestChannel> channel) {
   {
     std::lock_guard lock(mutex_);
+    if (failure_) throw ApiError(503, "the engine failed: " + *failure_);
     if (refusing_ || stop_) throw ApiError(503, "the server is shutting down");
     const int waiting = engine_waiting_.load() + static_cast<int>(pending_.size());
     if (waiting + static_cast<int>(submissions.size()) > options_.max_waiting_requests) {
@@ -116,7 +123,7 @@ void AsyncEngine::take_queued(
   std::unique_lock lock(mutex_);
   cv_.wait(lock, [&] {
     return stop_ || !pending_.empty() || !pending_aborts_.empty() ||
-           engine_.has_unfinished_requests();
+           (!failure_ && engine_.has_unfinished_requests());
   });
   adds.swap(pending_);
   aborts.swap(pending_aborts_);
@@ -159,31 +166,67 @@ void AsyncEngine::loop() {
       it->second.finish_override = reason;
       engine_.abort_request(id);
     }
-    if (engine_.has_unfinished_requests()) {
-      std::vector<RequestOutput> outputs = engine_.step();
-      const auto now = Clock::now();
-      for (const std::string& id : engine_.last_step_admitted()) {
-        auto it = tracked_.find(id);
-        if (it == tracked_.end() || it->second.admitted) continue;
-        it->second.admitted = true;
-        metrics_.observe_queue_time(seconds(now - it->second.arrival));
-        metrics_.add_prompt_tokens(it->second.prompt_tokens);
-      }
-      int generated = 0;
-      for (const RequestOutput& out : outputs)
-        generated += static_cast<int>(out.new_token_ids.size());
-      interval_generation_tokens_ += generated;
-      interval_prompt_tokens_ += std::max(0, engine_.last_step_num_scheduled_tokens() - generated);
-      // Counted before any output reaches its client: a client that has its last token and
-      // then reads /metrics must find it counted.
-      metrics_.add_generation_tokens(generated);
-      for (RequestOutput& out : outputs) route(out, now);
-    }
+    if (!failure_ && engine_.has_unfinished_requests() && !step_engine()) continue;
     publish_gauges();
     maybe_log_stats(Clock::now());
     std::lock_guard lock(mutex_);
     if (stop_ && tracked_.empty() && pending_.empty()) break;
   }
+}
+
+bool AsyncEngine::step_engine() {
+  std::vector<RequestOutput> outputs;
+  try {
+    outputs = engine_.step();
+  } catch (const std::exception& e) {
+    fail_everything(e.what());
+    return false;
+  }
+  const auto now = Clock::now();
+  for (const std::string& id : engine_.last_step_admitted()) {
+    auto it = tracked_.find(id);
+    if (it == tracked_.end() || it->second.admitted) continue;
+    it->second.admitted = true;
+    metrics_.observe_queue_time(seconds(now - it->second.arrival));
+    metrics_.add_prompt_tokens(it->second.prompt_tokens);
+  }
+  int generated = 0;
+  for (const RequestOutput& out : outputs) generated += static_cast<int>(out.new_token_ids.size());
+  interval_generation_tokens_ += generated;
+  interval_prompt_tokens_ += std::max(0, engine_.last_step_num_scheduled_tokens() - generated);
+  // Counted before any output reaches its client: a client that has its last token and
+  // then reads /metrics must find it counted.
+  metrics_.add_generation_tokens(generated);
+  for (RequestOutput& out : outputs) route(out, now);
+  return true;
+}
+
+void AsyncEngine::fail_everything(const std::string& cause) {
+  log(LogLevel::kError, "engine", "step failed: " + cause + "; answering 503 from now on");
+  std::function<void(const std::string&)> handler;
+  {
+    std::lock_guard lock(mutex_);
+    failure_ = cause;
+    refusing_ = true;
+    for (auto& [s, channel] : pending_) channel->fail("the engine failed: " + cause, 503);
+    in_flight_ -= static_cast<int>(pending_.size());
+    pending_.clear();
+    handler = failure_handler_;
+  }
+  for (auto& [id, t] : tracked_) t.channel->fail("the engine failed: " + cause, 503);
+  in_flight_ -= static_cast<int>(tracked_.size());
+  tracked_.clear();
+  if (handler) handler(cause);
+}
+
+void AsyncEngine::on_engine_failure(std::function<void(const std::string&)> handler) {
+  std::lock_guard lock(mutex_);
+  failure_handler_ = std::move(handler);
+}
+
+std::optional<std::string> AsyncEngine::engine_failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
 }
 
 void AsyncEngine::route(RequestOutput& out, Clock::time_point now) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,17 +35,20 @@ struct TokenEvent {
 class RequestChannel {
  public:
   void push(TokenEvent event);
-  // A failure that ends every choice (the request could not be added).
-  void fail(const std::string& message);
+  // A failure that ends every choice (the request could not be added: 500; the engine
+  // failed: 503).
+  void fail(const std::string& message, int status = 500);
   // Waits up to `timeout` for events; returns those that arrived, in order.
   std::vector<TokenEvent> wait(std::chrono::milliseconds timeout);
   std::optional<std::string> error() const;
+  int error_status() const;
 
  private:
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<TokenEvent> events_;
   std::optional<std::string> error_;
+  int error_status_ = 500;
 };
 
 struct Submission {
@@ -78,6 +82,11 @@ class AsyncEngine {
   // Waits up to `grace` for in-flight requests to finish, aborts the rest, stops the loop.
   void shutdown(std::chrono::milliseconds grace);
   int num_in_flight() const { return in_flight_.load(); }
+  // A step that throws (a tensor-parallel rank died or hung) fails every request in flight or
+  // queued with 503, refuses new ones with 503, and calls `handler` once with the cause, on the
+  // engine thread; the engine is not stepped again.
+  void on_engine_failure(std::function<void(const std::string&)> handler);
+  std::optional<std::string> engine_failure() const;
 
  private:
   struct Tracked {
@@ -91,6 +100,9 @@ class AsyncEngine {
   };
 
   void loop();
+  // Runs one engine step and routes its outputs; false when the step threw.
+  bool step_engine();
+  void fail_everything(const std::string& cause);
   void take_queued(std::vector<std::pair<Submission, std::shared_ptr<RequestChannel>>>& adds,
                    std::vector<std::pair<std::string, std::string>>& aborts);
   void add_to_engine(Submission& s, std::shared_ptr<RequestChannel> channel);
@@ -104,11 +116,13 @@ class AsyncEngine {
   ServerMetrics& metrics_;
   AsyncEngineOptions options_;
 
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<std::pair<Submission, std::shared_ptr<RequestChannel>>> pending_;
   std::vector<std::pair<std::string, std::string>> pending_aborts_;  // (id, reason)
   bool stop_ = false;
+  std::optional<std::string> failure_;
+  std::function<void(const std::string&)> failure_handler_;
   std::atomic<bool> refusing_{false};
   std::atomic<int> in_flight_{0};
   std::atomic<int> engine_waiting_{0};

@@ -42,6 +42,7 @@ class GenerationJob {
   bool done() const;
   // Set when the engine refused a request; the job is over then.
   std::optional<std::string> error() const { return channel_->error(); }
+  int error_status() const { return channel_->error_status(); }
   void cancel();
 
   size_t num_choices() const { return choices_.size(); }

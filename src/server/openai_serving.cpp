@@ -111,7 +111,7 @@ class JobStream : public EventStream {
   // Appends the stream's end once the job is over; returns whether the stream goes on.
   bool continues(std::string& out) {
     if (auto error = job_->error()) {
-      out += sse_event(error_json(500, *error)) + kSseDone;
+      out += sse_event(error_json(job_->error_status(), *error)) + kSseDone;
       ended_ = true;
       return false;
     }
@@ -239,7 +239,7 @@ ApiResponse full_response(const GenerationJob& job, int n, ojson base, ChoiceFie
 void run_to_end(GenerationJob& job) {
   job.start();
   job.wait_all();
-  if (auto error = job.error()) throw ApiError(500, *error);
+  if (auto error = job.error()) throw ApiError(job.error_status(), *error);
 }
 
 }  // namespace

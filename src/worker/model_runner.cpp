@@ -390,6 +390,19 @@ void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
   }
 }
 
+void ModelRunner::append_sampled_tokens(const ModelRunnerOutput& sampled) {
+  for (size_t k = 0; k < sampled.req_ids.size(); ++k) {
+    const int row = row_of_scheduled_[k];
+    CachedRequestState& s = *batch_.state(row);
+    if (s.req_id != sampled.req_ids[k])
+      throw std::logic_error("sampled tokens of '" + sampled.req_ids[k] + "' reach another row");
+    for (int32_t token : sampled.sampled_token_ids[k]) {
+      batch_.append_token(row, token);
+      s.token_ids.push_back(token);
+    }
+  }
+}
+
 // Rows are independent (a draw depends on its own request's seed and tokens), so a batch's rows
 // are sampled on the OpenMP threads once a row costs enough to pay for them: from this
 // vocabulary size on, a non-greedy row takes tens of microseconds.

@@ -42,6 +42,10 @@ class ModelRunner {
   // update_states + prepare_inputs + forward + sampling. result.sampled_token_ids[k]
   // belongs to out.num_scheduled_tokens[k]; empty for partial prefills.
   void execute_model(const SchedulerOutput& out, Model& model, ModelRunnerOutput& result);
+  // Tensor parallelism: a rank that does not sample runs update_states + prepare_inputs + the
+  // forward pass, then takes the tokens rank 0 sampled for that step (`sampled`, rank 0's
+  // result) before the next update_states, as if it had sampled them itself.
+  void append_sampled_tokens(const ModelRunnerOutput& sampled);
 
   const InputBatch& input_batch() const { return batch_; }
   const ModelInputs& inputs() const { return inputs_; }

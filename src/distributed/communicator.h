@@ -1,0 +1,79 @@
+// The processes of a tensor-parallel job and the few collectives the engine needs, over MPI
+// (docs/SCALE-OUT.md). No MPI type appears here: a build without MPI compiles the same callers,
+// and Communicator::world() then says that the build has no MPI.
+//
+// Every wait has a deadline: a collective that a peer does not join within timeout() seconds
+// (it died or hangs) throws PeerFailure instead of blocking for ever, and MPI errors come back
+// as exceptions (MPI_ERRORS_RETURN), not as an abort inside the library.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace pagedllm::distributed {
+
+// A peer that did not take part in a collective in time, or an MPI error.
+class PeerFailure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An error that every rank finds at the same point (a failed start-up check): each rank stops
+// on its own, and only the one that reports it (rank 0) prints the message.
+class CollectiveError : public std::runtime_error {
+ public:
+  CollectiveError(const std::string& message, bool report)
+      : std::runtime_error(message), report_(report) {}
+  bool report() const { return report_; }
+
+ private:
+  bool report_;
+};
+
+bool built_with_mpi();
+
+// The processes of the job that launched this one (mpirun's OMPI_COMM_WORLD_SIZE, or PMI_SIZE
+// of Slurm/MPICH launchers), read from the environment without initializing MPI; 1 when no
+// launcher started it.
+int launcher_world_size();
+// This process's rank in that job (OMPI_COMM_WORLD_RANK, PMI_RANK); 0 outside a launcher.
+int launcher_rank();
+
+class Communicator {
+ public:
+  // The MPI world, initialized on first use (MPI_THREAD_SERIALIZED: one thread at a time calls
+  // in, the engine's loop thread in a server) and finalized at exit. Throws std::runtime_error
+  // when the build has no MPI.
+  static Communicator& world();
+  // Whether MPI is initialized in this process with more than one rank.
+  static bool active();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  double timeout() const { return timeout_s_; }
+  // Seconds a collective may wait for its peers; <= 0 waits for ever.
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+
+  // Sums `data` over the ranks, in place (f32); every rank gets the same sum.
+  void all_reduce_sum(float* data, size_t count);
+  // The root's bytes to every rank (resized to fit). idle_wait: a rank that may wait any time
+  // for the next message (a worker between requests) sleeps between polls and has no deadline.
+  void broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wait = false);
+  // Every rank's `mine` (all the same length), rank by rank.
+  std::vector<uint64_t> all_gather(std::span<const uint64_t> mine);
+  // Logs "rank R: message" (unless empty) and ends every process of the job (MPI_Abort) with exit
+  // status 1.
+  [[noreturn]] void abort(const std::string& message);
+
+ private:
+  Communicator(int rank, int size) : rank_(rank), size_(size) {}
+  int rank_;
+  int size_;
+  double timeout_s_ = 60.0;
+};
+
+}  // namespace pagedllm::distributed

@@ -1,0 +1,287 @@
+// Tensor parallelism end to end: `mpirun -np N pagedllm generate --tensor-parallel-size N` on one
+// machine gives the single process's greedy tokens, and its logprobs within 1e-4 (the ranks add
+// the row-parallel partial sums in another order), under batching, chunked prefill, preemption
+// and prefix caching; and a job whose ranks disagree stops with one message.
+#include "executor/mpi_executor.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli_runner.h"
+
+namespace pagedllm::test {
+namespace {
+
+const std::string kMpirun = "timeout 120 mpirun --allow-run-as-root --oversubscribe";
+
+// `command` through the shell; stdout and stderr apart. In sanitizer builds LeakSanitizer
+// leaves Open MPI's own allocations alone (openmpi.lsan.supp): full stacks, and plugins kept
+// loaded, so that the suppressions can see which library allocated.
+CliResult run_shell(const std::string& command) {
+  static int calls = 0;
+  const std::string err_path = temp_path("mpi_stderr." + std::to_string(calls++) + ".txt");
+  const std::string env = "export LSAN_OPTIONS=suppressions=" PAGEDLLM_SOURCE_DIR
+                          "/tests/executor/openmpi.lsan.supp:fast_unwind_on_malloc=0 "
+                          "OMPI_MCA_mca_base_component_disable_dlclose=1; ";
+  FILE* pipe = popen((env + command + " 2>" + err_path).c_str(), "r");
+  CliResult r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_path);
+  r.err.assign(std::istreambuf_iterator<char>(err), {});
+  return r;
+}
+
+void skip_without_mpi() {
+  if (!distributed::built_with_mpi()) GTEST_SKIP() << "built without MPI (libopenmpi-dev)";
+}
+
+// Six prompts, two pairs sharing a long prefix (prefix caching), run together (batching) with
+// a 16-token step budget (chunked prefill) in a pool too small for all (preemption).
+std::string prompts_file() {
+  std::ostringstream os;
+  const std::vector<std::vector<int>> prompts = {
+      {1, 43, 47, 61, 78, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41},
+      {1, 43, 47, 61, 78, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 99},
+      {1, 20, 30, 40},
+      {1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26},
+      {1, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 70},
+      {1, 2}};
+  for (const auto& p : prompts) os << nlohmann::json{{"prompt_token_ids", p}}.dump() << "\n";
+  return write_temp("tp-prompts.jsonl", os.str());
+}
+
+const std::string kGenerateFlags =
+    " --temperature 0 --ignore-eos --max-tokens 40 --logprobs 3 --json --block-size 4"
+    " --max-model-len 96 --max-num-batched-tokens 16 --max-num-seqs 4 --num-blocks 48"
+    " --threads 1";
+
+std::vector<nlohmann::json> json_lines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(nlohmann::json::parse(line));
+  }
+  return lines;
+}
+
+void expect_same_answers(const CliResult& tp, const CliResult& one, double tolerance) {
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(tp.code, 0) << tp.err;
+  const auto want = json_lines(one.out), got = json_lines(tp.out);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_EQ(want.size(), 6u);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i]["token_ids"], want[i]["token_ids"]) << "prompt " << i;
+    ASSERT_EQ(got[i]["logprobs"].size(), 40u);
+    for (size_t t = 0; t < want[i]["logprobs"].size(); ++t) {
+      const auto& w = want[i]["logprobs"][t];
+      const auto& g = got[i]["logprobs"][t];
+      EXPECT_NEAR(g["logprob"].get<double>(), w["logprob"].get<double>(), tolerance);
+      ASSERT_EQ(g["top_logprobs"].size(), w["top_logprobs"].size());
+      for (size_t k = 0; k < w["top_logprobs"].size(); ++k) {
+        EXPECT_EQ(g["top_logprobs"][k]["token_id"], w["top_logprobs"][k]["token_id"]);
+        EXPECT_NEAR(g["top_logprobs"][k]["logprob"].get<double>(),
+                    w["top_logprobs"][k]["logprob"].get<double>(), tolerance);
+      }
+    }
+  }
+}
+
+void expect_tp_matches_one_process(const std::string& model, int ranks, double tolerance = 1e-4) {
+  const std::string args =
+      "generate --model " + model + " --prompts-file " + prompts_file() + kGenerateFlags;
+  const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
+  const CliResult tp = run_shell(kMpirun + " -np " + std::to_string(ranks) + " " + PAGEDLLM_BINARY +
+                                 " " + args + " --tensor-parallel-size " + std::to_string(ranks));
+  expect_same_answers(tp, one, tolerance);
+  EXPECT_NE(tp.err.find("tensor_parallel=0/" + std::to_string(ranks)), std::string::npos) << tp.err;
+}
+
+struct SharedModel {
+  std::string name, flags;
+};
+
+class TensorParallelSharedModel : public ::testing::TestWithParam<SharedModel> {};
+
+TEST_P(TensorParallelSharedModel, TwoRanksGiveTheSingleProcessTokensAndLogprobs) {
+  skip_without_mpi();
+  expect_tp_matches_one_process(GetParam().flags, 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Models, TensorParallelSharedModel,
+    ::testing::Values(
+        SharedModel{"stories260K", model_path("stories260K/stories260K.gguf")},
+        SharedModel{"babyllama", model_path("babyllama/model5000.bin") + " --tokenizer " +
+                                     model_path("babyllama/tok105.bin")},
+        SharedModel{"aidreams260K", model_path("aidreams260K/aidreams260K.bin") + " --tokenizer " +
+                                        model_path("aidreams260K/tok512.bin")}),
+    [](const auto& info) { return info.param.name; });
+
+std::string make_tiny_tp(const std::string& dtype) {
+  const std::string path = temp_path("tiny-tp-" + dtype + ".gguf");
+  const CliResult made = run_shell(std::string(PAGEDLLM_BINARY) + " make-model --preset tiny-tp " +
+                                   "--dtype " + dtype + " --out " + path);
+  EXPECT_EQ(made.code, 0) << made.err;
+  return path;
+}
+
+TEST(TensorParallel, TwoAndFourRanksOfAPresetWithEightHeadsAndFourKvHeads) {
+  skip_without_mpi();
+  const std::string path = make_tiny_tp("f32");
+  expect_tp_matches_one_process(path, 2);
+  expect_tp_matches_one_process(path, 4);
+}
+
+// Q8_0 shards split on block boundaries. The activations are quantized to int8 too, and a
+// last-bit difference of the summed hidden state can move one code: logprobs agree to 1e-2,
+// greedy tokens exactly.
+TEST(TensorParallel, TwoAndFourRanksOfAQ8Model) {
+  skip_without_mpi();
+  const std::string path = make_tiny_tp("q8_0");
+  expect_tp_matches_one_process(path, 2, 1e-2);
+  expect_tp_matches_one_process(path, 4, 1e-2);
+}
+
+TEST(TensorParallel, ARankWithAnotherModelStopsTheJobWithOneMessage) {
+  skip_without_mpi();
+  const std::string common = " --max-tokens 4 --threads 1 --tensor-parallel-size 2";
+  const CliResult r =
+      run_shell(kMpirun + " -np 1 " + PAGEDLLM_BINARY + " generate --model " +
+                model_path("stories260K/stories260K.gguf") + common + " : -np 1 " +
+                PAGEDLLM_BINARY + " generate --model " + model_path("stories260K/stories260K.bin") +
+                " --tokenizer " + model_path("stories260K/tok512.bin") + common);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.code, 124) << "the job hung";
+  const std::string message = "rank 1 loaded another model (1056540 bytes";
+  const size_t at = r.err.find(message);
+  ASSERT_NE(at, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(message, at + 1), std::string::npos) << "said more than once:\n" << r.err;
+  EXPECT_EQ(r.err.find("pagedllm: error:", r.err.find("pagedllm: error:") + 1), std::string::npos)
+      << r.err;
+}
+
+TEST(TensorParallel, AFlagThatDoesNotMatchTheJobSizeIsRefused) {
+  const std::string model = model_path("stories260K/stories260K.gguf");
+  const CliResult alone = run_shell(std::string(PAGEDLLM_BINARY) + " generate --model " + model +
+                                    " --tensor-parallel-size 2");
+  EXPECT_EQ(alone.code, 1);
+  EXPECT_NE(alone.err.find("--tensor-parallel-size 2 does not match the 1 process(es) of this "
+                           "job: start one process per rank (mpirun -np 2"),
+            std::string::npos)
+      << alone.err;
+  skip_without_mpi();
+  const CliResult two =
+      run_shell(kMpirun + " -np 2 " + PAGEDLLM_BINARY + " generate --model " + model);
+  EXPECT_NE(two.code, 0);
+  EXPECT_NE(two.err.find("--tensor-parallel-size 1 does not match the 2 process(es)"),
+            std::string::npos)
+      << two.err;
+}
+
+// What tp_fault.sh saw: "key: value" lines, then the job's stderr.
+std::string fault_value(const std::string& report, const std::string& key) {
+  const size_t at = report.find(key + ": ");
+  if (at == std::string::npos) return "";
+  const size_t begin = at + key.size() + 2;
+  return report.substr(begin, report.find('\n', begin) - begin);
+}
+
+CliResult run_fault(const std::string& mode, const std::string& mpirun_flags = "") {
+  return run_shell("timeout 120 bash " PAGEDLLM_SOURCE_DIR "/tests/executor/tp_fault.sh " +
+                   std::string(PAGEDLLM_BINARY) + " " + model_path("stories260K/stories260K.gguf") +
+                   " " + mode + " " + temp_path("fault-" + mode + mpirun_flags) + " " +
+                   mpirun_flags);
+}
+
+// mpirun ends the whole job at once when a rank dies: no rank waits on a dead peer.
+TEST(TensorParallelFaults, ARankKilledMidStreamEndsTheJobNonZeroWithinSeconds) {
+  skip_without_mpi();
+  const CliResult r = run_fault("kill");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(fault_value(r.out, "started"), "yes") << r.out;
+  EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
+  EXPECT_NE(fault_value(r.out, "exit"), "0") << r.out;
+  EXPECT_LE(std::stoi(fault_value(r.out, "seconds")), 20) << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_done"), "0") << "a stream finished without rank 1";
+  EXPECT_NE(r.out.find("rank 1"), std::string::npos) << "the report names the rank:\n" << r.out;
+}
+
+// A frozen rank never answers: rank 0's step timeout (3 s here) fails the stream in flight and
+// the request that waited with 503 (OpenAI-style error), and the job ends non-zero.
+TEST(TensorParallelFaults, AHungRankIsAnsweredWith503AndTheJobEnds) {
+  skip_without_mpi();
+  const CliResult r = run_fault("stop");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
+  EXPECT_NE(fault_value(r.out, "exit"), "0") << r.out;
+  EXPECT_LE(std::stoi(fault_value(r.out, "seconds")), 20) << r.out;
+  EXPECT_NE(r.out.find("did not complete within 3 s: a rank has died or hangs"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_error"), "\"code\":503") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_done"), "1") << "the stream ends with [DONE]";
+}
+
+// A real two-host run on one machine: one rank in each of two network namespaces joined by a
+// veth pair, MPI over TCP between them (tp_netns.sh); skipped where namespaces cannot be made.
+TEST(TensorParallelNetns, TwoRanksInTwoNamespacesOverTcpGiveTheSingleProcessAnswers) {
+  skip_without_mpi();
+  const std::string args = "generate --model " + model_path("stories260K/stories260K.gguf") +
+                           " --prompts-file " + prompts_file() + kGenerateFlags;
+  const CliResult tp =
+      run_shell("timeout 120 bash " PAGEDLLM_SOURCE_DIR "/tests/executor/tp_netns.sh " +
+                temp_path("netns") + " " + PAGEDLLM_BINARY + " " + args);
+  if (tp.code == 77) GTEST_SKIP() << "no network namespace on this machine: " << tp.err;
+  const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
+  expect_same_answers(tp, one, 1e-4);
+  EXPECT_NE(tp.err.find("launched on 10.77.0.2 in pagedllm-b-"), std::string::npos)
+      << "rank 1 did not start in the second namespace:\n"
+      << tp.err;
+}
+
+// With `mpirun --enable-recovery` the job outlives a dead rank long enough for rank 0's step
+// timeout: the stream in flight and the waiting request get 503, rank 0 says why and ends the
+// job. (Open MPI 4.1's mpirun then exits 0 whatever the ranks did: docs/SCALE-OUT.md.)
+TEST(TensorParallelFaults, WithEnableRecoveryAKilledRankIsAnsweredWith503) {
+  skip_without_mpi();
+  const CliResult r = run_fault("kill", "--enable-recovery");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
+  EXPECT_NE(r.out.find("pagedllm: error: the engine failed: tensor-parallel step failed"),
+            std::string::npos)
+      << r.out;
+  EXPECT_LE(std::stoi(fault_value(r.out, "seconds")), 20) << r.out;
+  EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_error"), "\"code\":503") << r.out;
+}
+
+// SIGTERM to rank 0 drains as one process does: the stream in flight ends normally, a new
+// request is refused with 503, then rank 0 tells the other ranks to stop and all exit 0.
+TEST(TensorParallelFaults, SigtermToRankZeroDrainsThenStopsEveryRank) {
+  skip_without_mpi();
+  const CliResult r = run_fault("term");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
+  EXPECT_EQ(fault_value(r.out, "exit"), "0") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_done"), "1") << r.out;
+  EXPECT_EQ(fault_value(r.out, "stream_error"), "") << r.out;
+  EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
+  EXPECT_NE(r.out.find("received SIGTERM"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace pagedllm::test

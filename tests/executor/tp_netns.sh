@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Two "hosts" on one machine: two network namespaces joined by a veth pair, one rank in each,
+# MPI over TCP between them (Open MPI's remote launch goes through `ip netns exec` instead of
+# ssh). Runs `pagedllm ARGS... --tensor-parallel-size 2` that way and prints its stdout.
+# Exits 77 when this machine cannot create a namespace (no CAP_SYS_ADMIN): the caller skips.
+# usage: tp_netns.sh SCRATCH_DIR BINARY ARGS...
+set -u
+dir=$1 binary=$2
+shift 2
+mkdir -p "$dir"
+tag=$$
+ns_a=pagedllm-a-$tag ns_b=pagedllm-b-$tag
+cleanup() {
+  ip netns del "$ns_a" 2>/dev/null
+  ip netns del "$ns_b" 2>/dev/null
+}
+trap cleanup EXIT
+# Two namespaces, a veth pair between them, an address at each end. (`set -e` does not act in
+# a condition, hence the chain.)
+make_hosts() {
+  ip netns add "$ns_a" && ip netns add "$ns_b" &&
+    ip link add "va$tag" type veth peer name "vb$tag" &&
+    ip link set "va$tag" netns "$ns_a" && ip link set "vb$tag" netns "$ns_b" &&
+    ip -n "$ns_a" addr add 10.77.0.1/24 dev "va$tag" &&
+    ip -n "$ns_b" addr add 10.77.0.2/24 dev "vb$tag" &&
+    ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
+    ip -n "$ns_a" link set "va$tag" up && ip -n "$ns_b" link set "vb$tag" up
+}
+if ! (make_hosts) 2>"$dir/netns.err"; then
+  echo "cannot create two network namespaces joined by a veth pair: $(cat "$dir/netns.err")" >&2
+  exit 77
+fi
+# mpirun calls its remote-launch agent as `agent HOST COMMAND...`, as it would call ssh.
+cat >"$dir/agent.sh" <<AGENT
+#!/bin/sh
+host=\$1
+shift
+ns=$ns_a
+[ "\$host" = 10.77.0.2 ] && ns=$ns_b
+echo "launched on \$host in \$ns" >>"$dir/launches"
+exec ip netns exec "\$ns" sh -c "\$*"
+AGENT
+chmod +x "$dir/agent.sh"
+rm -f "$dir/launches"
+set +e
+ip netns exec "$ns_a" mpirun --allow-run-as-root --oversubscribe -np 2 \
+  --host 10.77.0.1:1,10.77.0.2:1 --mca plm_rsh_agent "$dir/agent.sh" \
+  --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
+  --mca oob_tcp_if_include 10.77.0.0/24 \
+  "$binary" "$@" --tensor-parallel-size 2 </dev/null
+code=$?
+cat "$dir/launches" >&2
+exit $code
