@@ -64,6 +64,18 @@ TEST(MakeModelCli, WritesKQuantMixesAsLlamaCppDoes) {
   EXPECT_NE(run_cli("make-model --preset tiny --dtype q3_k --out " + path).code, 0);
 }
 
+// A small preset with a larger one's vocabulary and context, to draft for it.
+TEST(MakeModelCli, VocabularySizeAndContextLengthCanBeSetForADraftModel) {
+  const std::string path = test::temp_path("tiny-draft.gguf");
+  const auto r =
+      run_cli("make-model --preset tiny --vocab-size 640 --context-length 4096 --out " + path);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const ModelWeights w = load_model(path);
+  EXPECT_EQ(w.config.vocab_size, 640);
+  EXPECT_EQ(w.config.max_seq_len, 4096);
+  EXPECT_NE(run_cli("make-model --preset tiny --vocab-size 7 --out " + path).code, 0);
+}
+
 TEST(MakeModelCli, RandomWeightsAreReproducibleFromTheSeed) {
   const std::string a = test::temp_path("seed-a.gguf"), b = test::temp_path("seed-b.gguf");
   ASSERT_EQ(run_cli("make-model --preset tiny --seed 3 --out " + a).code, 0);
