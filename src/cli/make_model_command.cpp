@@ -98,12 +98,12 @@ void add_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tokenizer", o->tokenizer,
                   "Embed this llama2.c tokenizer.bin instead of a synthetic vocabulary (GGUF)");
   cmd->add_option("--seed", o->seed, "Seed of the random weights")->capture_default_str();
-  cmd->add_option("--vocab-size", o->vocab_size,
-                  "Vocabulary size instead of the preset's (e.g. llama-110m with llama-1b's 128256, "
-                  "to draft for it)")
+  cmd->add_option(
+         "--vocab-size", o->vocab_size,
+         "Vocabulary size instead of the preset's (e.g. llama-110m with llama-1b's 128256, "
+         "to draft for it)")
       ->check(CLI::Range(259, 1 << 20));
-  cmd->add_option("--context-length", o->max_model_len,
-                  "Context length instead of the preset's")
+  cmd->add_option("--context-length", o->max_model_len, "Context length instead of the preset's")
       ->check(CLI::Range(16, 1 << 20));
   cmd->add_option("--out", o->out, "Output file (gguf) or directory (safetensors)")->required();
 }

@@ -49,8 +49,8 @@ struct SchedulerConfig {
 // after each step's sampling and verified in the next step (spec_decode/).
 enum class SpeculativeMethod {
   kNone,
-  kNgram,   // prompt lookup: the tokens after the latest earlier match of the last n tokens
-  kReplay,  // benchmarks only: the continuation of a recorded run, as an upper bound
+  kNgram,       // prompt lookup: the tokens after the latest earlier match of the last n tokens
+  kReplay,      // benchmarks only: the continuation of a recorded run, as an upper bound
   kDraftModel,  // a smaller model with the same vocabulary, drafting greedily
 };
 
