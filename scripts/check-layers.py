@@ -15,8 +15,9 @@ LAYERS = [
     ["util", "pagedllm"],                       # helpers; the public API types (include/pagedllm)
     ["format"],                                 # file formats, tensors, element conversions
     ["kernels", "tokenizer", "chat"],           # compute, text, templates
-    ["loader", "core", "sampling"],             # model assembly/export; scheduler and KV manager;
-                                                # token choice (on the kernels' row passes)
+    ["loader", "core", "sampling", "structured"],  # model assembly/export; scheduler and KV
+                                                # manager; token choice (on the kernels' row
+                                                # passes); grammars and their token masks
     ["model"],                                  # forward contract, models, model factory
     ["worker"],                                 # persistent batch, prepare_inputs, sampling
     ["executor"],                               # where the runner runs
