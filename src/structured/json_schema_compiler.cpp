@@ -419,17 +419,20 @@ class SchemaCompiler {
     if (s.contains("pattern")) {
       if (lengths) fail("unsupported keyword 'maxLength/minLength' with 'pattern'", ptr);
       if (!s["pattern"].is_string()) fail("pattern is not a string", ptr);
-      if (s.contains("format")) fail("unsupported keyword 'format' with 'pattern'", ptr);
+      if (s.contains("format") && s["format"].is_string() &&
+          !format_regex(s["format"].get<std::string>()).empty()) {
+        fail("unsupported keyword 'format' with 'pattern'", ptr);
+      }
       try {
         return g_.seq({quote, add_regex(g_, s["pattern"].get<std::string>(), {true, true}), quote});
       } catch (const GrammarError& e) {
         fail(std::string(e.what()) + " in 'pattern'", ptr);
       }
     }
-    if (s.contains("format") && s["format"].is_string()) {
-      const std::string format = s["format"].get<std::string>();
-      const std::string regex = format_regex(format);
-      if (regex.empty()) fail("unsupported format '" + format + "'", ptr);
+    // A format outside the list is an annotation, as validators treat unknown formats.
+    if (s.contains("format") && s["format"].is_string() &&
+        !format_regex(s["format"].get<std::string>()).empty()) {
+      const std::string regex = format_regex(s["format"].get<std::string>());
       if (lengths) fail("unsupported keyword 'maxLength/minLength' with 'format'", ptr);
       return g_.seq({quote, add_regex(g_, regex, {true, false}), quote});
     }

@@ -173,10 +173,14 @@ TEST(JsonSchemaCompiler, UnsupportedKeywordsAreErrorsNamingKeywordAndPointer) {
             "unsupported keyword 'uniqueItems' at '#'");
   EXPECT_EQ(error_of([] { schema(R"({"items": {"type": "integer", "multipleOf": 3}})"); }),
             "unsupported keyword 'multipleOf' at '#/items'");
-  EXPECT_EQ(error_of([] { schema(R"({"type": "string", "format": "color"})"); }),
-            "unsupported format 'color' at '#'");
   EXPECT_EQ(error_of([] { schema(R"({"$ref": "http://x/y.json"})"); }),
             "unsupported $ref 'http://x/y.json' (only local refs) at '#'");
+}
+
+TEST(JsonSchemaCompiler, UnknownFormatsAreAnnotations) {
+  auto g = schema(R"({"type": "string", "format": "color"})");
+  EXPECT_TRUE(matches(*g, R"("any text")"));
+  EXPECT_FALSE(matches(*g, "1"));
 }
 
 TEST(JsonSchemaCompiler, BadSchemasAreErrors) {
