@@ -622,6 +622,13 @@ class SchemaCompiler {
 
   json merge_all_of(const json& s, const std::string& ptr) {
     if (!s["allOf"].is_array()) fail("allOf is not a list", ptr);
+    // An allOf reaching itself through $refs would merge forever.
+    struct Depth {
+      int& d;
+      explicit Depth(int& depth) : d(++depth) {}
+      ~Depth() { --d; }
+    } depth(all_of_depth_);
+    if (all_of_depth_ > 32) fail("allOf nested over 32 deep (a $ref cycle?)", ptr);
     json out = s;
     out.erase("allOf");
     for (size_t i = 0; i < s["allOf"].size(); ++i) {
@@ -732,7 +739,7 @@ class SchemaCompiler {
   Grammar g_;
   int32_t ws_ = -1;
   int32_t any_rule_ = -1;
-  int depth_ = 0, inline_depth_ = 0;
+  int depth_ = 0, inline_depth_ = 0, all_of_depth_ = 0;
   std::map<std::string, int32_t> ref_rules_;
 };
 

@@ -187,6 +187,10 @@ TEST(JsonSchemaCompiler, BadSchemasAreErrors) {
   EXPECT_NE(error_of([] { schema("{\"type\": "); }).find("schema is not valid JSON"),
             std::string::npos);
   EXPECT_EQ(error_of([] { schema(R"({"type": "strin"})"); }), "unknown type 'strin' at '#'");
+  EXPECT_EQ(error_of([] {
+              schema(R"({"allOf": [{"$ref": "#"}]})");
+            }).rfind("allOf nested over 32 deep (a $ref cycle?) at '#/allOf/0/allOf/0/", 0),
+            0u);
   EXPECT_EQ(error_of([] { schema(R"({"$ref": "#/nowhere"})"); }),
             "$ref '#/nowhere' points nowhere at '#'");
   EXPECT_NE(error_of([] { schema(R"({"type": "string", "minLength": "x"})"); }), "");
