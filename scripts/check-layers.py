@@ -16,9 +16,10 @@ LAYERS = [
     ["format", "distributed"],                  # file formats, tensors, element conversions;
                                                 # the MPI communicator of tensor parallelism
     ["kernels", "tokenizer", "chat"],           # compute, text, templates
-    ["loader", "core", "sampling", "multimodal"],  # model assembly/export; scheduler and KV
-                                                # manager; token choice (on the kernels' row
-                                                # passes); image decoding, preprocessing, M-RoPE
+    ["loader", "core", "sampling", "multimodal", "structured"],  # model assembly/export;
+                                                # scheduler and KV manager; token choice (on the
+                                                # kernels' row passes); image decoding,
+                                                # preprocessing, M-RoPE; grammars and token masks
     ["model"],                                  # forward contract, models, model factory
     ["spec_decode"],                            # draft-token proposers, draft lengths
     ["worker"],                                 # persistent batch, prepare_inputs, sampling

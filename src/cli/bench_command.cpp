@@ -1,6 +1,7 @@
 #include "cli/bench_command.h"
 
 #include "cli/bench_serve_command.h"
+#include "cli/bench_structured_command.h"
 #include "cli/subcommand.h"
 
 #include <algorithm>
@@ -337,7 +338,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   CLI::App* bench = app.add_subcommand(
       "bench",
       "Benchmarks: latency (pp/tg as llama-bench), throughput (as vllm bench throughput) and "
-      "serve (a running server under load, as vllm bench serve)");
+      "serve (a running server under load, as vllm bench serve) and structured (grammar token "
+      "masks, as MaskBench)");
   bench->require_subcommand(1);
 
   LatencyOptions latency_defaults;
@@ -384,6 +386,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "--json", thr->json,
       "Print one JSON object (requests_per_s, output_tokens_per_s, total_tokens_per_s, ...)");
   add_bench_serve_subcommand(bench, exit_code);
+  add_bench_structured_subcommand(bench, exit_code);
 }
 
 }  // namespace pagedllm::cli

@@ -1,0 +1,429 @@
+#include "structured/compiled_grammar.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <map>
+#include <string>
+
+namespace pagedllm::structured {
+
+namespace {
+
+using ByteSeq = std::vector<std::pair<uint8_t, uint8_t>>;
+
+int utf8_length(uint32_t cp) {
+  return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+}
+
+// Splits [lo, hi] (one encoded length, no surrogates) until each piece's UTF-8 encodings are a
+// product of byte ranges.
+void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<ByteSeq>& out) {
+  std::vector<std::pair<uint32_t, uint32_t>> todo = {{lo, hi}};
+  while (!todo.empty()) {
+    auto [a, b] = todo.back();
+    todo.pop_back();
+    if (a > b) continue;
+    if (a < 0xD800 && b >= 0xD800) {  // cut out the surrogates
+      todo.push_back({a, 0xD7FF});
+      if (b > 0xDFFF) todo.push_back({0xE000, b});
+      continue;
+    }
+    if (a >= 0xD800 && a <= 0xDFFF) {
+      if (b > 0xDFFF) todo.push_back({0xE000, b});
+      continue;
+    }
+    const int la = utf8_length(a), lb = utf8_length(b);
+    if (la != lb) {
+      const uint32_t edge = la == 1 ? 0x7F : la == 2 ? 0x7FF : 0xFFFF;
+      todo.push_back({a, edge});
+      todo.push_back({edge + 1, b});
+      continue;
+    }
+    bool split = false;
+    for (int i = 1; i < la && !split; ++i) {
+      const uint32_t m = (1u << (6 * i)) - 1;
+      if ((a & ~m) == (b & ~m)) continue;
+      if ((a & m) != 0) {
+        todo.push_back({a, a | m});
+        todo.push_back({(a | m) + 1, b});
+        split = true;
+      } else if ((b & m) != m) {
+        todo.push_back({a, (b & ~m) - 1});
+        todo.push_back({b & ~m, b});
+        split = true;
+      }
+    }
+    if (split) continue;
+    std::string ea, eb;
+    append_utf8(ea, a);
+    append_utf8(eb, b);
+    ByteSeq seq;
+    for (size_t k = 0; k < ea.size(); ++k) {
+      seq.push_back({static_cast<uint8_t>(ea[k]), static_cast<uint8_t>(eb[k])});
+    }
+    out.push_back(std::move(seq));
+  }
+}
+
+// Bytes that never occur in a "plain string" token (TokenVocabulary's slices): controls, the
+// quote and backslash, and bytes that are never valid UTF-8.
+bool leaves_plain_strings(uint8_t b) {
+  return b < 0x20 || b == '"' || b == '\\' || b == 0xC0 || b == 0xC1 || b >= 0xF5;
+}
+
+struct NfaNode {
+  std::vector<uint32_t> eps;
+  std::vector<ByteEdge> bytes;
+  std::vector<CallEdge> calls;
+  uint16_t json_chars_left = 0;  // a JSON string body's character boundary
+};
+
+class NfaBuilder {
+ public:
+  NfaBuilder(const Grammar& g, const CompileLimits& limits)
+      : g_(g), limits_(limits), started_(std::chrono::steady_clock::now()) {}
+
+  uint32_t node() {
+    if (nodes_.size() >= limits_.max_nfa_nodes) {
+      throw GrammarError("grammar too large: over " + std::to_string(limits_.max_nfa_nodes) +
+                         " automaton states");
+    }
+    if (nodes_.size() % 4096 == 4095 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count() >
+            limits_.max_seconds) {
+      throw GrammarError("grammar over the compile limit of " +
+                         std::to_string(limits_.max_seconds) + " s");
+    }
+    nodes_.emplace_back();
+    return static_cast<uint32_t>(nodes_.size() - 1);
+  }
+  void eps(uint32_t from, uint32_t to) { nodes_[from].eps.push_back(to); }
+  void byte(uint32_t from, uint8_t lo, uint8_t hi, uint32_t to) {
+    nodes_[from].bytes.push_back({lo, hi, to});
+  }
+
+  // Adds the automaton of `expr` starting at `from`; returns its end node.
+  uint32_t build(int32_t expr, uint32_t from) {
+    const Expr& e = g_.expr(expr);
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        return from;
+      case ExprKind::kNothing:
+        return node();
+      case ExprKind::kBytes: {
+        const uint32_t to = node();
+        byte(from, e.lo, e.hi, to);
+        return to;
+      }
+      case ExprKind::kChars:
+        return build_chars(e.chars, from);
+      case ExprKind::kSeq: {
+        uint32_t at = from;
+        for (int32_t kid : e.kids) at = build(kid, at);
+        return at;
+      }
+      case ExprKind::kAlt: {
+        const uint32_t to = node();
+        for (int32_t kid : e.kids) {
+          const uint32_t start = node();
+          eps(from, start);
+          eps(build(kid, start), to);
+        }
+        return to;
+      }
+      case ExprKind::kRepeat:
+        return build_repeat(e, from);
+      case ExprKind::kRef: {
+        if (e.rule < 0 || static_cast<size_t>(e.rule) >= g_.rules().size()) {
+          throw GrammarError("reference to an unknown rule");
+        }
+        const uint32_t to = node();
+        nodes_[from].calls.push_back({static_cast<uint32_t>(e.rule), to});
+        return to;
+      }
+      case ExprKind::kJsonChars:
+        return build_json_chars(e.min, e.max, from);
+    }
+    return from;
+  }
+
+  std::vector<NfaNode>& nodes() { return nodes_; }
+
+ private:
+  uint32_t build_chars(const CodePointSet& set, uint32_t from) {
+    std::vector<ByteSeq> seqs;
+    for (const CodePointRange& r : set.ranges()) utf8_sequences(r.lo, r.hi, seqs);
+    const uint32_t to = node();
+    std::map<std::array<uint32_t, 3>, uint32_t> shared;  // (node, lo, hi) -> next node
+    for (const ByteSeq& seq : seqs) {
+      uint32_t at = from;
+      for (size_t k = 0; k + 1 < seq.size(); ++k) {
+        const std::array<uint32_t, 3> key = {at, seq[k].first, seq[k].second};
+        auto it = shared.find(key);
+        if (it == shared.end()) {
+          const uint32_t next = node();
+          byte(at, seq[k].first, seq[k].second, next);
+          it = shared.emplace(key, next).first;
+        }
+        at = it->second;
+      }
+      byte(at, seq.back().first, seq.back().second, to);
+    }
+    return to;
+  }
+
+  uint32_t build_repeat(const Expr& e, uint32_t from) {
+    uint32_t at = from;
+    for (int32_t i = 0; i < e.min; ++i) at = build(e.kids[0], at);
+    if (e.max < 0) {
+      const uint32_t loop = node();
+      eps(at, loop);
+      eps(build(e.kids[0], loop), loop);
+      return loop;
+    }
+    const uint32_t to = node();
+    for (int32_t i = e.min; i < e.max; ++i) {
+      eps(at, to);
+      at = build(e.kids[0], at);
+    }
+    eps(at, to);
+    return to;
+  }
+
+  // One JSON string character from `from` to `to`: a raw one or an escape.
+  void json_char(uint32_t from, uint32_t to) {
+    CodePointSet raw;
+    raw.add(0x20, 0x10FFFF);
+    CodePointSet excluded;
+    excluded.add('"', '"');
+    excluded.add('\\', '\\');
+    eps(build_chars(raw.minus(excluded), from), to);
+    const uint32_t esc = node();
+    byte(from, '\\', '\\', esc);
+    for (char c : std::string("\"\\/bfnrt")) byte(esc, c, c, to);
+    uint32_t at = node();
+    byte(esc, 'u', 'u', at);
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t next = k == 3 ? to : node();
+      byte(at, '0', '9', next);
+      byte(at, 'a', 'f', next);
+      byte(at, 'A', 'F', next);
+      at = next;
+    }
+  }
+
+  uint32_t build_json_chars(int32_t min, int32_t max, uint32_t from) {
+    const uint32_t to = node();
+    uint32_t at = node();
+    eps(from, at);
+    const int32_t chain = max < 0 ? min : max;
+    for (int32_t i = 0; i <= chain; ++i) {
+      const bool last = i == chain;
+      nodes_[at].json_chars_left =
+          max < 0 && last ? kUnboundedChars
+                          : static_cast<uint16_t>(std::min<int32_t>(max - i, kUnboundedChars - 1));
+      if (i >= min) eps(at, to);
+      if (last && max >= 0) break;
+      const uint32_t next = last ? at : node();
+      json_char(at, next);
+      at = next;
+    }
+    return to;
+  }
+
+  const Grammar& g_;
+  const CompileLimits& limits_;
+  std::chrono::steady_clock::time_point started_;
+  std::vector<NfaNode> nodes_;
+};
+
+struct Nfa {
+  std::vector<NfaNode> nodes;
+  std::vector<uint32_t> rule_start, rule_end;
+};
+
+Nfa build_nfa(const Grammar& g, const CompileLimits& limits) {
+  NfaBuilder b(g, limits);
+  Nfa nfa;
+  for (const Rule& r : g.rules()) {
+    if (r.body < 0) throw GrammarError("undefined rule '" + r.name + "'");
+    const uint32_t start = b.node();
+    nfa.rule_start.push_back(start);
+    nfa.rule_end.push_back(b.build(r.body, start));
+  }
+  nfa.nodes = std::move(b.nodes());
+  return nfa;
+}
+
+// Removes epsilon moves: the states are the rule starts and the targets of bytes and calls.
+class EpsilonRemover {
+ public:
+  EpsilonRemover(const Nfa& nfa, CompiledGrammar& out) : nfa_(nfa), out_(out) {
+    index_.assign(nfa.nodes.size(), UINT32_MAX);
+    is_end_.assign(nfa.nodes.size(), 0);
+    seen_.assign(nfa.nodes.size(), 0);
+    for (uint32_t end : nfa.rule_end) is_end_[end] = 1;
+  }
+
+  void run() {
+    for (uint32_t start : nfa_.rule_start) out_.rule_start.push_back(state_of(start));
+    for (size_t i = 0; i < order_.size(); ++i) fill(static_cast<uint32_t>(i));
+  }
+
+ private:
+  uint32_t state_of(uint32_t node) {
+    if (index_[node] == UINT32_MAX) {
+      index_[node] = static_cast<uint32_t>(order_.size());
+      order_.push_back(node);
+    }
+    return index_[node];
+  }
+
+  void closure(uint32_t node, std::vector<uint32_t>& out) {
+    ++stamp_;
+    std::vector<uint32_t> todo = {node};
+    seen_[node] = stamp_;
+    while (!todo.empty()) {
+      const uint32_t n = todo.back();
+      todo.pop_back();
+      out.push_back(n);
+      for (uint32_t next : nfa_.nodes[n].eps) {
+        if (seen_[next] != stamp_) {
+          seen_[next] = stamp_;
+          todo.push_back(next);
+        }
+      }
+    }
+  }
+
+  void fill(uint32_t state) {
+    std::vector<uint32_t> members;
+    closure(order_[state], members);
+    State s;
+    s.edges_begin = static_cast<uint32_t>(out_.edges.size());
+    s.calls_begin = static_cast<uint32_t>(out_.calls.size());
+    bool plain_only = true;
+    uint16_t chars_left = 0;
+    for (uint32_t n : members) {
+      const NfaNode& node = nfa_.nodes[n];
+      s.final = s.final || is_end_[n];
+      for (const ByteEdge& e : node.bytes) {
+        out_.edges.push_back({e.lo, e.hi, state_of(e.target)});
+        if (node.json_chars_left > 0) continue;
+        for (int b = e.lo; b <= e.hi; ++b) plain_only = plain_only && leaves_plain_strings(b);
+      }
+      for (const CallEdge& c : node.calls) {
+        out_.calls.push_back({c.rule, state_of(c.return_state)});
+      }
+      chars_left = std::max(chars_left, node.json_chars_left);
+    }
+    s.edges_end = static_cast<uint32_t>(out_.edges.size());
+    s.calls_end = static_cast<uint32_t>(out_.calls.size());
+    std::sort(out_.edges.begin() + s.edges_begin, out_.edges.end(),
+              [](const ByteEdge& a, const ByteEdge& b) { return a.lo < b.lo; });
+    s.simple = !s.final && s.calls_begin == s.calls_end;
+    s.tail = s.final && s.calls_begin == s.calls_end && s.edges_begin == s.edges_end;
+    if (plain_only && s.simple) s.json_chars_left = chars_left;
+    if (out_.states.size() <= state) out_.states.resize(state + 1);
+    out_.states[state] = s;
+  }
+
+  const Nfa& nfa_;
+  CompiledGrammar& out_;
+  std::vector<uint32_t> index_, order_, seen_;
+  std::vector<uint8_t> is_end_;
+  uint32_t stamp_ = 0;
+};
+
+// Rules that can match "" (a fixpoint over calls to rules already known to).
+std::vector<uint8_t> nullable_rules(const CompiledGrammar& g) {
+  std::vector<uint8_t> nullable(g.rule_start.size(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < nullable.size(); ++r) {
+      if (nullable[r]) continue;
+      std::vector<uint32_t> todo = {g.rule_start[r]};
+      std::vector<uint8_t> seen(g.states.size(), 0);
+      while (!todo.empty() && !nullable[r]) {
+        const State& s = g.states[todo.back()];
+        todo.pop_back();
+        if (s.final) nullable[r] = 1;
+        for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
+          const CallEdge& e = g.calls[c];
+          if (nullable[e.rule] && !seen[e.return_state]) {
+            seen[e.return_state] = 1;
+            todo.push_back(e.return_state);
+          }
+        }
+      }
+      changed = changed || nullable[r];
+    }
+  }
+  return nullable;
+}
+
+// A rule that can call itself before reading a byte would make the matcher's stacks grow
+// without end: refused, as llama.cpp does.
+void refuse_left_recursion(const CompiledGrammar& g) {
+  const std::vector<uint8_t> nullable = nullable_rules(g);
+  const size_t n = g.rule_start.size();
+  std::vector<std::vector<uint32_t>> left_calls(n);
+  for (size_t r = 0; r < n; ++r) {
+    std::vector<uint32_t> todo = {g.rule_start[r]};
+    std::vector<uint8_t> seen(g.states.size(), 0);
+    seen[g.rule_start[r]] = 1;
+    while (!todo.empty()) {
+      const State& s = g.states[todo.back()];
+      todo.pop_back();
+      for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
+        const CallEdge& e = g.calls[c];
+        left_calls[r].push_back(e.rule);
+        if (nullable[e.rule] && !seen[e.return_state]) {
+          seen[e.return_state] = 1;
+          todo.push_back(e.return_state);
+        }
+      }
+    }
+  }
+  std::vector<uint8_t> color(n, 0);  // 0 new, 1 on the path, 2 done
+  for (size_t root = 0; root < n; ++root) {
+    if (color[root]) continue;
+    std::vector<std::pair<uint32_t, size_t>> path = {{static_cast<uint32_t>(root), 0}};
+    color[root] = 1;
+    while (!path.empty()) {
+      auto& [r, next] = path.back();
+      if (next == left_calls[r].size()) {
+        color[r] = 2;
+        path.pop_back();
+        continue;
+      }
+      const uint32_t callee = left_calls[r][next++];
+      if (color[callee] == 1) {
+        throw GrammarError("left recursion in rule '" + g.rule_names[callee] + "'");
+      }
+      if (color[callee] == 0) {
+        color[callee] = 1;
+        path.push_back({callee, 0});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const CompiledGrammar> compile_grammar(const Grammar& grammar,
+                                                       const CompileLimits& limits) {
+  if (grammar.start() < 0 || static_cast<size_t>(grammar.start()) >= grammar.rules().size()) {
+    throw GrammarError("grammar has no start rule");
+  }
+  const Nfa nfa = build_nfa(grammar, limits);
+  auto out = std::make_shared<CompiledGrammar>();
+  for (const Rule& r : grammar.rules()) out->rule_names.push_back(r.name);
+  out->start_rule = static_cast<uint32_t>(grammar.start());
+  EpsilonRemover(nfa, *out).run();
+  refuse_left_recursion(*out);
+  return out;
+}
+
+}  // namespace pagedllm::structured

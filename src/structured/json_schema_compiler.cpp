@@ -1,0 +1,789 @@
+#include "structured/json_schema_compiler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "structured/json_schema_one_of.h"
+#include "structured/json_schema_parts.h"
+#include "structured/regex_compiler.h"
+
+namespace pagedllm::structured {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// Validation keywords this compiler cannot enforce: refused by name.
+const std::set<std::string> kUnsupported = {"not",
+                                            "if",
+                                            "then",
+                                            "else",
+                                            "contains",
+                                            "minContains",
+                                            "maxContains",
+                                            "dependentRequired",
+                                            "dependentSchemas",
+                                            "dependencies",
+                                            "unevaluatedProperties",
+                                            "unevaluatedItems",
+                                            "$dynamicRef",
+                                            "$recursiveRef"};
+
+const std::set<std::string> kObjectKeywords = {
+    "properties",    "required",      "additionalProperties", "patternProperties",
+    "propertyNames", "minProperties", "maxProperties"};
+const std::set<std::string> kArrayKeywords = {"items",    "prefixItems",     "minItems",
+                                              "maxItems", "additionalItems", "uniqueItems"};
+const std::set<std::string> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
+const std::set<std::string> kNumberKeywords = {"minimum", "maximum", "exclusiveMinimum",
+                                               "exclusiveMaximum", "multipleOf"};
+
+std::string escape_pointer_token(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const json& root, const JsonSchemaOptions& options)
+      : root_(root), options_(options) {}
+
+  Grammar run() {
+    int32_t ws_body = options_.compact
+                          ? g_.empty()
+                          : g_.repeat(g_.alt({g_.byte_range(' ', ' '), g_.byte_range('\t', '\n'),
+                                              g_.byte_range('\r', '\r')}),
+                                      0, options_.max_whitespace);
+    ws_ = options_.compact ? g_.empty() : g_.ref(g_.add_rule("ws", ws_body));
+    const int32_t value = schema(root_, "");
+    g_.set_start(g_.add_rule("root", g_.seq({ws_, value, ws_})));
+    return std::move(g_);
+  }
+
+  Grammar run_any_object() {
+    ws_ = options_.compact
+              ? g_.empty()
+              : g_.ref(g_.add_rule(
+                    "ws", g_.repeat(g_.alt({g_.byte_range(' ', ' '), g_.byte_range('\t', '\n'),
+                                            g_.byte_range('\r', '\r')}),
+                                    0, options_.max_whitespace)));
+    const int32_t value = typed(json::object(), "object", "");
+    g_.set_start(g_.add_rule("root", g_.seq({ws_, value, ws_})));
+    return std::move(g_);
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& what, const std::string& ptr) {
+    throw GrammarError(what + " at '" + (ptr.empty() ? "#" : "#" + ptr) + "'");
+  }
+
+  const json& resolve(const std::string& ref, const std::string& ptr) {
+    if (ref.empty() || ref[0] != '#') fail("unsupported $ref '" + ref + "' (only local refs)", ptr);
+    std::string path = ref.substr(1);
+    if (!path.empty() && path[0] != '/') fail("unsupported $ref anchor '" + ref + "'", ptr);
+    const json* at = &root_;
+    size_t i = 1;
+    while (i <= path.size() && !path.empty()) {
+      size_t j = path.find('/', i);
+      if (j == std::string::npos) j = path.size();
+      std::string token = path.substr(i, j - i);
+      std::string decoded;
+      for (size_t k = 0; k < token.size(); ++k) {
+        if (token[k] == '~' && k + 1 < token.size()) {
+          decoded += token[k + 1] == '1' ? '/' : '~';
+          ++k;
+        } else if (token[k] == '%' && k + 2 < token.size() + 0 &&
+                   std::isxdigit(static_cast<unsigned char>(token[k + 1])) &&
+                   std::isxdigit(static_cast<unsigned char>(token[k + 2]))) {
+          decoded += static_cast<char>(std::stoi(token.substr(k + 1, 2), nullptr, 16));
+          k += 2;
+        } else {
+          decoded += token[k];
+        }
+      }
+      if (at->is_object() && at->contains(decoded)) {
+        at = &(*at)[decoded];
+      } else if (at->is_array() && !decoded.empty() &&
+                 decoded.find_first_not_of("0123456789") == std::string::npos &&
+                 std::stoul(decoded) < at->size()) {
+        at = &(*at)[std::stoul(decoded)];
+      } else {
+        fail("$ref '" + ref + "' points nowhere", ptr);
+      }
+      i = j + 1;
+    }
+    return *at;
+  }
+
+  // A $ref becomes a rule, compiled once, so recursive schemas work.
+  int32_t ref_rule(const std::string& ref, const std::string& ptr) {
+    auto it = ref_rules_.find(ref);
+    if (it != ref_rules_.end()) return g_.ref(it->second);
+    const json& target = resolve(ref, ptr);
+    const int32_t rule = g_.declare_rule("ref:" + ref);
+    ref_rules_[ref] = rule;
+    g_.define(rule, schema(target, ref.substr(1)));
+    return g_.ref(rule);
+  }
+
+  int32_t schema(const json& s, const std::string& ptr) {
+    if (++depth_ > 200) fail("schema nested too deeply", ptr);
+    const int32_t out = schema_inner(s, ptr);
+    --depth_;
+    return out;
+  }
+
+  int32_t schema_inner(const json& s, const std::string& ptr) {
+    if (s.is_boolean()) return s.get<bool>() ? any_value() : g_.nothing();
+    if (!s.is_object()) fail("schema is not an object", ptr);
+    for (const auto& [key, v] : s.items()) {
+      if (kUnsupported.count(key)) fail("unsupported keyword '" + key + "'", ptr);
+    }
+    if (s.contains("$ref") && s["$ref"].is_string()) {
+      json rest = s;
+      rest.erase("$ref");
+      if (!has_validation(rest)) return ref_rule(s["$ref"].get<std::string>(), ptr);
+      json merged = json::object();
+      merged["allOf"] = json::array({json{{"$ref", s["$ref"]}}, rest});
+      return schema(merged, ptr);
+    }
+    if (s.contains("allOf")) return schema(merge_all_of(s, ptr), ptr);
+    for (const char* key : {"anyOf", "oneOf"}) {
+      if (!s.contains(key)) continue;
+      if (!s[key].is_array() || s[key].empty()) fail(std::string(key) + " is not a list", ptr);
+      json base = s;
+      base.erase(key);
+      std::vector<json> branches;
+      for (size_t i = 0; i < s[key].size(); ++i) {
+        branches.push_back(inline_refs(s[key][i], ptr + "/" + key + "/" + std::to_string(i)));
+      }
+      if (std::string(key) == "oneOf") {
+        std::vector<json> exclusive;
+        std::string why;
+        if (!exclusive_branches(branches, exclusive, why)) {
+          fail("unsupported keyword 'oneOf' (" + why + ")", ptr);
+        }
+        branches = std::move(exclusive);
+      }
+      std::vector<int32_t> alts;
+      for (size_t i = 0; i < branches.size(); ++i) {
+        const std::string sub = ptr + "/" + key + "/" + std::to_string(i);
+        const bool plain = !has_validation(base) && std::string(key) == "anyOf";
+        alts.push_back(schema(plain ? s[key][i] : merge(base, branches[i], sub), sub));
+      }
+      return g_.alt(std::move(alts));
+    }
+    if (s.contains("const")) return literal_checked(s["const"], s, ptr);
+    if (s.contains("enum")) {
+      if (!s["enum"].is_array()) fail("enum is not a list", ptr);
+      std::vector<int32_t> alts;
+      for (const json& v : s["enum"]) {
+        if (value_fits_type(v, s)) alts.push_back(add_json_literal(g_, v, ws_));
+      }
+      return g_.alt(std::move(alts));
+    }
+    std::vector<std::string> types = types_of(s, ptr);
+    std::vector<int32_t> alts;
+    for (const std::string& t : types) alts.push_back(typed(s, t, ptr));
+    return g_.alt(std::move(alts));
+  }
+
+  int32_t literal_checked(const json& value, const json& s, const std::string& ptr) {
+    (void)ptr;
+    if (!value_fits_type(value, s)) return g_.nothing();
+    return add_json_literal(g_, value, ws_);
+  }
+
+  static bool value_fits_type(const json& v, const json& s) {
+    if (!s.contains("type")) return true;
+    const json& t = s["type"];
+    const auto fits = [&](const std::string& name) {
+      if (name == "null") return v.is_null();
+      if (name == "boolean") return v.is_boolean();
+      if (name == "integer") {
+        return v.is_number_integer() ||
+               (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+      }
+      if (name == "number") return v.is_number();
+      if (name == "string") return v.is_string();
+      if (name == "array") return v.is_array();
+      if (name == "object") return v.is_object();
+      return false;
+    };
+    if (t.is_string()) return fits(t.get<std::string>());
+    if (t.is_array()) {
+      for (const json& x : t) {
+        if (x.is_string() && fits(x.get<std::string>())) return true;
+      }
+    }
+    return false;
+  }
+
+  static bool has_validation(const json& s) {
+    static const std::set<std::string> kAnnotations = {"title",
+                                                       "description",
+                                                       "$schema",
+                                                       "$id",
+                                                       "id",
+                                                       "default",
+                                                       "examples",
+                                                       "$comment",
+                                                       "readOnly",
+                                                       "writeOnly",
+                                                       "deprecated",
+                                                       "$defs",
+                                                       "definitions",
+                                                       "example",
+                                                       "$anchor",
+                                                       "contentMediaType",
+                                                       "contentEncoding"};
+    for (const auto& [key, v] : s.items()) {
+      if (!kAnnotations.count(key) && key.rfind("x-", 0) != 0) return true;
+    }
+    return false;
+  }
+
+  std::vector<std::string> types_of(const json& s, const std::string& ptr) {
+    std::vector<std::string> types;
+    if (s.contains("type")) {
+      const json& t = s["type"];
+      if (t.is_string()) {
+        types.push_back(t.get<std::string>());
+      } else if (t.is_array()) {
+        for (const json& x : t) {
+          if (!x.is_string()) fail("type list has a non-string", ptr);
+          types.push_back(x.get<std::string>());
+        }
+      } else {
+        fail("type is not a string or list", ptr);
+      }
+      if (s.value("nullable", false)) types.push_back("null");
+    } else {
+      types = {"null", "boolean", "number", "string", "array", "object"};
+      // Keywords of one kind alone say the type (what every real-world schema means).
+      const auto uses = [&](const std::set<std::string>& keys) {
+        for (const auto& [key, v] : s.items()) {
+          if (keys.count(key)) return true;
+        }
+        return false;
+      };
+      const bool obj = uses(kObjectKeywords), arr = uses(kArrayKeywords),
+                 str = uses(kStringKeywords), num = uses(kNumberKeywords);
+      if (obj + arr + str + num == 1) {
+        types = {obj ? "object" : arr ? "array" : str ? "string" : "number"};
+      }
+    }
+    for (const std::string& t : types) {
+      static const std::set<std::string> kTypes = {"null",   "boolean", "integer", "number",
+                                                   "string", "array",   "object"};
+      if (!kTypes.count(t)) fail("unknown type '" + t + "'", ptr);
+    }
+    // integer inside number: number already covers it.
+    if (std::count(types.begin(), types.end(), "number") &&
+        std::count(types.begin(), types.end(), "integer")) {
+      std::erase(types, std::string("integer"));
+    }
+    return types;
+  }
+
+  // Draft 4 writes exclusive bounds as booleans beside minimum/maximum.
+  static json numeric_bounds(const json& s) {
+    json out = s;
+    for (const auto& [flag, bound] :
+         {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
+      if (!out.contains(flag) || !out[flag].is_boolean()) continue;
+      const bool exclusive = out[flag].get<bool>();
+      out.erase(flag);
+      if (exclusive && out.contains(bound)) {
+        out[flag] = out[bound];
+        out.erase(bound);
+      }
+    }
+    return out;
+  }
+
+  int32_t typed(const json& s, const std::string& type, const std::string& ptr) {
+    if (type == "null") return g_.literal("null");
+    if (type == "boolean") return g_.alt({g_.literal("true"), g_.literal("false")});
+    if (type == "integer") return integer(numeric_bounds(s), ptr);
+    if (type == "number") return number(numeric_bounds(s), ptr);
+    if (type == "string") return string(s, ptr);
+    if (type == "array") return array(s, ptr);
+    return object(s, ptr);
+  }
+
+  // --- numbers ---
+
+  static std::optional<double> number_at(const json& s, const char* key) {
+    if (s.contains(key) && s[key].is_number()) return s[key].get<double>();
+    return std::nullopt;
+  }
+
+  int32_t integer(const json& s, const std::string& ptr) {
+    if (auto m = number_at(s, "multipleOf"); m && *m != 1.0) {
+      fail("unsupported keyword 'multipleOf'", ptr);
+    }
+    std::optional<int64_t> lo, hi;
+    // Bounds past the 64-bit range (2^63 written as 9223372036854776000) clamp to it.
+    const auto clamp = [](double v) {
+      return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v);
+    };
+    if (auto v = number_at(s, "minimum")) lo = clamp(std::ceil(*v));
+    if (auto v = number_at(s, "exclusiveMinimum")) {
+      const int64_t x = clamp(std::floor(*v) + 1);
+      lo = lo ? std::max(*lo, x) : x;
+    }
+    if (auto v = number_at(s, "maximum")) hi = clamp(std::floor(*v));
+    if (auto v = number_at(s, "exclusiveMaximum")) {
+      const int64_t x = clamp(std::ceil(*v) - 1);
+      hi = hi ? std::min(*hi, x) : x;
+    }
+    if (lo || hi) return add_integer_range(g_, lo, hi);
+    return g_.seq({g_.optional(g_.literal("-")), natural()});
+  }
+
+  int32_t natural() {
+    return g_.alt({g_.literal("0"),
+                   g_.seq({g_.byte_range('1', '9'), g_.repeat(g_.byte_range('0', '9'), 0, -1)})});
+  }
+
+  int32_t fraction() {
+    return g_.seq({g_.literal("."), g_.repeat(g_.byte_range('0', '9'), 1, -1)});
+  }
+
+  int32_t exponent() {
+    return g_.seq({g_.alt({g_.literal("e"), g_.literal("E")}),
+                   g_.optional(g_.alt({g_.literal("+"), g_.literal("-")})),
+                   g_.repeat(g_.byte_range('0', '9'), 1, -1)});
+  }
+
+  int32_t number(const json& s, const std::string& ptr) {
+    if (s.contains("multipleOf")) fail("unsupported keyword 'multipleOf' on a number", ptr);
+    const auto min = number_at(s, "minimum"), xmin = number_at(s, "exclusiveMinimum");
+    const auto max = number_at(s, "maximum"), xmax = number_at(s, "exclusiveMaximum");
+    if (!min && !xmin && !max && !xmax) {
+      return g_.seq({g_.optional(g_.literal("-")), natural(), g_.optional(fraction()),
+                     g_.optional(exponent())});
+    }
+    if (xmin || xmax) fail("unsupported keyword 'exclusiveMinimum/Maximum' on a number", ptr);
+    // Integer bounds: an integer part inside the range with any fraction, or the upper bound
+    // itself with a zero fraction. No exponent.
+    const auto whole = [](std::optional<double> v) {
+      return !v || (std::floor(*v) == *v && std::fabs(*v) < 1e15);
+    };
+    if (!whole(min) || !whole(max)) fail("unsupported non-integer bound on a number", ptr);
+    std::optional<int64_t> lo, hi;
+    if (min) lo = static_cast<int64_t>(*min);
+    if (max) hi = static_cast<int64_t>(*max);
+    if (lo && *lo < 0 && (!hi || *hi > 0)) {
+      // Negative fractions round toward zero: -0.5 has integer part "-0".
+      fail("unsupported number range crossing zero", ptr);
+    }
+    const int32_t zeros = g_.seq({g_.literal("."), g_.repeat(g_.literal("0"), 1, -1)});
+    std::vector<int32_t> alts;
+    if (!lo || *lo >= 0) {
+      const int64_t a = lo ? *lo : 0;
+      std::optional<int64_t> b;
+      if (hi) b = *hi - 1;
+      if (!b || *b >= a) {
+        alts.push_back(g_.seq({add_integer_range(g_, a, b), g_.optional(fraction())}));
+      }
+      if (hi) alts.push_back(g_.seq({add_integer_range(g_, *hi, *hi), g_.optional(zeros)}));
+    } else {
+      // hi <= 0: the mirror image of [-hi, -lo].
+      const int64_t a = -*hi;
+      std::optional<int64_t> b;
+      if (lo) b = -*lo - 1;
+      std::vector<int32_t> mags;
+      if (!b || *b >= a) {
+        mags.push_back(g_.seq({add_integer_range(g_, a, b), g_.optional(fraction())}));
+      }
+      if (lo) mags.push_back(g_.seq({add_integer_range(g_, -*lo, -*lo), g_.optional(zeros)}));
+      alts.push_back(g_.seq({g_.literal("-"), g_.alt(std::move(mags))}));
+      if (*hi == 0) alts.push_back(g_.seq({g_.literal("0"), g_.optional(zeros)}));
+    }
+    return g_.alt(std::move(alts));
+  }
+
+  // --- strings ---
+
+  int32_t string(const json& s, const std::string& ptr) {
+    const int32_t min = s.contains("minLength") ? s["minLength"].get<int32_t>() : 0;
+    const int32_t max = s.contains("maxLength") ? s["maxLength"].get<int32_t>() : -1;
+    if (min < 0 || max < -1 || min > 10000 || max > 10000) fail("length out of range", ptr);
+    const int32_t quote = g_.literal("\"");
+    const bool lengths = min > 0 || max >= 0;
+    if (s.contains("pattern")) {
+      if (lengths) fail("unsupported keyword 'maxLength/minLength' with 'pattern'", ptr);
+      if (!s["pattern"].is_string()) fail("pattern is not a string", ptr);
+      if (s.contains("format") && s["format"].is_string() &&
+          !format_regex(s["format"].get<std::string>()).empty()) {
+        fail("unsupported keyword 'format' with 'pattern'", ptr);
+      }
+      try {
+        return g_.seq({quote, add_regex(g_, s["pattern"].get<std::string>(), {true, true}), quote});
+      } catch (const GrammarError& e) {
+        fail(std::string(e.what()) + " in 'pattern'", ptr);
+      }
+    }
+    // A format outside the list is an annotation, as validators treat unknown formats.
+    if (s.contains("format") && s["format"].is_string() &&
+        !format_regex(s["format"].get<std::string>()).empty()) {
+      const std::string regex = format_regex(s["format"].get<std::string>());
+      if (lengths) fail("unsupported keyword 'maxLength/minLength' with 'format'", ptr);
+      return g_.seq({quote, add_regex(g_, regex, {true, false}), quote});
+    }
+    return g_.seq({quote, g_.json_chars(min, max), quote});
+  }
+
+  // --- arrays ---
+
+  int32_t array(const json& s, const std::string& ptr) {
+    if (s.value("uniqueItems", false)) fail("unsupported keyword 'uniqueItems'", ptr);
+    std::vector<json> prefix;
+    json items = true;
+    std::string items_ptr = ptr + "/items";
+    if (s.contains("prefixItems")) {
+      for (const json& p : s["prefixItems"]) prefix.push_back(p);
+      if (s.contains("items")) items = s["items"];
+    } else if (s.contains("items") && s["items"].is_array()) {
+      for (const json& p : s["items"]) prefix.push_back(p);
+      if (s.contains("additionalItems")) items = s["additionalItems"];
+      items_ptr = ptr + "/additionalItems";
+    } else if (s.contains("items")) {
+      items = s["items"];
+    }
+    const int64_t min = s.value("minItems", int64_t{0});
+    const int64_t max = s.contains("maxItems") ? s["maxItems"].get<int64_t>() : -1;
+    if (min > 10000 || max > 10000 || min < 0) fail("minItems/maxItems over 10000", ptr);
+    const bool no_more = items.is_boolean() && !items.get<bool>();
+    const int32_t sep = g_.seq({ws_, g_.literal(","), ws_});
+    const auto k = static_cast<int64_t>(prefix.size());
+    // The tail after the prefix items: more items, within the count.
+    int32_t tail = g_.empty();
+    if (!no_more && (max < 0 || max > k)) {
+      const int32_t item = g_.ref(g_.add_rule("item", schema(items, items_ptr)));
+      const auto lo = static_cast<int32_t>(std::max<int64_t>(0, min - k));
+      const int32_t hi = max < 0 ? -1 : static_cast<int32_t>(max - k);
+      if (k > 0) {
+        tail = g_.repeat(g_.seq({sep, item}), lo, hi);
+      } else {
+        const int32_t rest =
+            g_.repeat(g_.seq({sep, item}), std::max(lo - 1, 0), hi < 0 ? -1 : hi - 1);
+        tail = g_.seq({item, rest});
+        if (lo == 0) tail = g_.optional(tail);
+      }
+    } else if (min > k) {
+      return g_.nothing();
+    }
+    // Prefix items from the back: item i may be left out once i >= minItems.
+    int32_t body = tail;
+    for (int64_t i = k - 1; i >= 0; --i) {
+      if (max >= 0 && i >= max) continue;
+      const int32_t item =
+          schema(prefix[static_cast<size_t>(i)], ptr + "/prefixItems/" + std::to_string(i));
+      int32_t here = g_.seq({i > 0 ? sep : g_.empty(), item, body});
+      if (i >= min) here = g_.optional(here);
+      body = here;
+    }
+    return g_.seq({g_.literal("["), ws_, body, ws_, g_.literal("]")});
+  }
+
+  // --- objects ---
+
+  int32_t key_literal(const std::string& name) { return g_.literal(json(name).dump()); }
+
+  int32_t object(const json& s, const std::string& ptr) {
+    std::vector<std::pair<std::string, int32_t>> members;  // name, member expr
+    std::vector<bool> required;
+    std::set<std::string> required_names;
+    if (s.contains("required") && s["required"].is_array()) {
+      for (const json& r : s["required"]) {
+        if (r.is_string()) required_names.insert(r.get<std::string>());
+      }
+    }
+    std::vector<std::string> names;
+    std::set<std::string> forbidden;
+    if (s.contains(kForbiddenKey)) {
+      for (const json& f : s[kForbiddenKey]) forbidden.insert(f.get<std::string>());
+      names.assign(forbidden.begin(), forbidden.end());  // excluded from additional keys too
+    }
+    for (const std::string& r : required_names) {
+      if (forbidden.count(r)) return g_.nothing();
+    }
+    const int32_t colon = g_.seq({ws_, g_.literal(":"), ws_});
+    if (s.contains("properties")) {
+      if (!s["properties"].is_object()) fail("properties is not an object", ptr);
+      for (const auto& [name, sub] : s["properties"].items()) {
+        if (forbidden.count(name)) continue;
+        const std::string sub_ptr = ptr + "/properties/" + escape_pointer_token(name);
+        names.push_back(name);
+        members.push_back({name, g_.seq({key_literal(name), colon, schema(sub, sub_ptr)})});
+        required.push_back(required_names.count(name) > 0);
+      }
+    }
+    json additional = options_.strict_properties ? json(false) : json(true);
+    if (s.contains("additionalProperties")) additional = s["additionalProperties"];
+    const bool extra_allowed = !(additional.is_boolean() && !additional.get<bool>());
+    // Required names without a property schema take any value.
+    for (const std::string& r : required_names) {
+      if (std::find(names.begin(), names.end(), r) != names.end()) continue;
+      if (!extra_allowed && !s.contains("patternProperties")) return g_.nothing();
+      names.push_back(r);
+      members.push_back({r, g_.seq({key_literal(r), colon, any_value()})});
+      required.push_back(true);
+    }
+    std::vector<int32_t> extras;
+    if (s.contains("patternProperties")) {
+      if (extra_allowed) {
+        fail("unsupported keyword 'patternProperties' without additionalProperties: false", ptr);
+      }
+      for (const auto& [pattern, sub] : s["patternProperties"].items()) {
+        const std::string sub_ptr = ptr + "/patternProperties/" + escape_pointer_token(pattern);
+        int32_t key;
+        try {
+          key = g_.seq({g_.literal("\""), add_regex(g_, pattern, {true, true}), g_.literal("\"")});
+        } catch (const GrammarError& e) {
+          fail(std::string(e.what()) + " in a patternProperties key", ptr);
+        }
+        extras.push_back(g_.seq({key, colon, schema(sub, sub_ptr)}));
+      }
+    } else if (extra_allowed) {
+      int32_t key;
+      if (s.contains("propertyNames")) {
+        json names_schema = s["propertyNames"];
+        if (names_schema.is_object() && !names_schema.contains("type")) {
+          names_schema["type"] = "string";
+        }
+        key = schema(names_schema, ptr + "/propertyNames");
+      } else {
+        key = add_key_other_than(g_, names);
+      }
+      extras.push_back(g_.seq({key, colon, schema(additional, ptr + "/additionalProperties")}));
+    }
+    check_property_counts(s, members.size(), required_names.size(), !extras.empty(), ptr);
+    const int32_t extra = extras.empty() ? -1 : g_.ref(g_.add_rule("extra", g_.alt(extras)));
+    return object_body(members, required, extra);
+  }
+
+  void check_property_counts(const json& s, size_t declared, size_t required, bool extra,
+                             const std::string& ptr) {
+    if (s.contains("minProperties") && s["minProperties"].get<int64_t>() > 0 &&
+        static_cast<size_t>(s["minProperties"].get<int64_t>()) > required) {
+      fail("unsupported keyword 'minProperties'", ptr);
+    }
+    if (s.contains("maxProperties") &&
+        (extra || static_cast<size_t>(s["maxProperties"].get<int64_t>()) < declared)) {
+      fail("unsupported keyword 'maxProperties'", ptr);
+    }
+  }
+
+  // Members in schema order; optional ones may be left out, extra ones come last.
+  // choice[i]: the next member written is i or a later one (those between left out);
+  // later[i]: what follows once members before i are settled, one written at least. The
+  // separator comes before the choice, so whitespace and commas are read by one stack.
+  int32_t object_body(const std::vector<std::pair<std::string, int32_t>>& members,
+                      const std::vector<bool>& required, int32_t extra) {
+    const size_t n = members.size();
+    const int32_t sep = g_.seq({ws_, g_.literal(","), ws_});
+    int32_t later = extra < 0 ? g_.empty() : g_.repeat(g_.seq({sep, extra}), 0, -1);
+    int32_t later_rule = g_.ref(g_.add_rule("later", later));
+    int32_t choice = extra < 0 ? g_.nothing() : g_.seq({extra, later_rule});
+    bool any_required = false;
+    for (size_t i = n; i-- > 0;) {
+      const int32_t with = g_.seq({members[i].second, later_rule});
+      choice = required[i] ? with : g_.alt({with, g_.ref(g_.add_rule("choice", choice))});
+      any_required = any_required || required[i];
+      const int32_t choice_rule = g_.ref(g_.add_rule("choice", choice));
+      later = g_.seq({sep, choice_rule});
+      if (!any_required) later = g_.optional(later);
+      later_rule = g_.ref(g_.add_rule("later", later));
+      choice = choice_rule;
+    }
+    int32_t body = g_.seq({choice, ws_});
+    if (!any_required) body = g_.optional(body);
+    return g_.seq({g_.literal("{"), ws_, body, g_.literal("}")});
+  }
+
+  // --- allOf ---
+
+  json inline_refs(const json& s, const std::string& ptr) {
+    if (!s.is_object() || !s.contains("$ref") || !s["$ref"].is_string()) return s;
+    if (++inline_depth_ > 32) fail("$ref chain too deep in allOf", ptr);
+    json target = inline_refs(resolve(s["$ref"].get<std::string>(), ptr), ptr);
+    --inline_depth_;
+    json rest = s;
+    rest.erase("$ref");
+    return has_validation(rest) ? merge(target, rest, ptr) : target;
+  }
+
+  json merge_all_of(const json& s, const std::string& ptr) {
+    if (!s["allOf"].is_array()) fail("allOf is not a list", ptr);
+    // An allOf reaching itself through $refs would merge forever.
+    struct Depth {
+      int& d;
+      explicit Depth(int& depth) : d(++depth) {}
+      ~Depth() { --d; }
+    } depth(all_of_depth_);
+    if (all_of_depth_ > 32) fail("allOf nested over 32 deep (a $ref cycle?)", ptr);
+    json out = s;
+    out.erase("allOf");
+    for (size_t i = 0; i < s["allOf"].size(); ++i) {
+      const std::string sub = ptr + "/allOf/" + std::to_string(i);
+      json part = inline_refs(s["allOf"][i], sub);
+      if (part.is_boolean()) {
+        if (!part.get<bool>()) return json(false);
+        continue;
+      }
+      if (part.contains("allOf")) part = merge_all_of(part, sub);
+      out = merge(out, part, sub);
+    }
+    return out;
+  }
+
+  json merge(const json& a, const json& b, const std::string& ptr) {
+    if (a.is_boolean()) return a.get<bool>() ? b : a;
+    if (b.is_boolean()) return b.get<bool>() ? a : b;
+    json out = a;
+    for (const auto& [key, v] : b.items()) {
+      if (!out.contains(key)) {
+        out[key] = v;
+        continue;
+      }
+      json& mine = out[key];
+      if (mine == v) continue;
+      if (key == "properties" || key == "$defs" || key == "definitions") {
+        for (const auto& [name, sub] : v.items()) {
+          mine[name] = mine.contains(name) ? json{{"allOf", json::array({mine[name], sub})}} : sub;
+        }
+      } else if (key == "required" || key == kForbiddenKey) {
+        for (const json& r : v) {
+          if (std::find(mine.begin(), mine.end(), r) == mine.end()) mine.push_back(r);
+        }
+      } else if (key == "type") {
+        mine = intersect_types(mine, v, ptr);
+      } else if (key == "minimum" || key == "minLength" || key == "minItems" ||
+                 key == "exclusiveMinimum" || key == "minProperties") {
+        if (v > mine) mine = v;
+      } else if (key == "maximum" || key == "maxLength" || key == "maxItems" ||
+                 key == "exclusiveMaximum" || key == "maxProperties") {
+        if (v < mine) mine = v;
+      } else if (key == "items" || key == "additionalProperties" || key == "propertyNames") {
+        mine = json{{"allOf", json::array({mine, v})}};
+      } else if (key == "enum") {
+        json both = json::array();
+        for (const json& x : mine) {
+          if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
+        }
+        mine = both;
+      } else if (has_validation(json{{key, v}})) {
+        fail("allOf with two different '" + key + "'", ptr);
+      }
+    }
+    return out;
+  }
+
+  json intersect_types(const json& a, const json& b, const std::string& ptr) {
+    const auto list = [](const json& t) {
+      std::set<std::string> out;
+      if (t.is_string()) out.insert(t.get<std::string>());
+      if (t.is_array()) {
+        for (const json& x : t) out.insert(x.get<std::string>());
+      }
+      return out;
+    };
+    std::set<std::string> sa = list(a), sb = list(b);
+    json out = json::array();
+    for (const std::string& t : sa) {
+      if (sb.count(t)) {
+        out.push_back(t);
+      } else if (t == "integer" && sb.count("number")) {
+        out.push_back(t);
+      } else if (t == "number" && sb.count("integer")) {
+        out.push_back("integer");
+      }
+    }
+    if (out.empty()) fail("allOf with types that exclude each other", ptr);
+    return out;
+  }
+
+  // --- any JSON value ---
+
+  int32_t any_value() {
+    if (any_rule_ >= 0) return g_.ref(any_rule_);
+    any_rule_ = g_.declare_rule("value");
+    const int32_t value = g_.ref(any_rule_);
+    const int32_t sep = g_.seq({ws_, g_.literal(","), ws_});
+    const int32_t string = g_.seq({g_.literal("\""), g_.json_chars(0, -1), g_.literal("\"")});
+    const int32_t number = g_.seq({g_.optional(g_.literal("-")), natural(), g_.optional(fraction()),
+                                   g_.optional(exponent())});
+    const int32_t array =
+        g_.seq({g_.literal("["), ws_,
+                g_.optional(g_.seq({value, g_.repeat(g_.seq({sep, value}), 0, -1), ws_})),
+                g_.literal("]")});
+    const int32_t member = g_.seq({string, ws_, g_.literal(":"), ws_, value});
+    const int32_t object =
+        g_.seq({g_.literal("{"), ws_,
+                g_.optional(g_.seq({member, g_.repeat(g_.seq({sep, member}), 0, -1), ws_})),
+                g_.literal("}")});
+    g_.define(any_rule_, g_.alt({object, array, string, number, g_.literal("true"),
+                                 g_.literal("false"), g_.literal("null")}));
+    return value;
+  }
+
+  const json& root_;
+  JsonSchemaOptions options_;
+  Grammar g_;
+  int32_t ws_ = -1;
+  int32_t any_rule_ = -1;
+  int depth_ = 0, inline_depth_ = 0, all_of_depth_ = 0;
+  std::map<std::string, int32_t> ref_rules_;
+};
+
+// The deepest nesting of arrays and objects, found without recursion (the compiler and
+// nlohmann's comparisons recurse, so a deep value is refused before they run).
+size_t nesting_depth(const json& value) {
+  size_t deepest = 0;
+  std::vector<std::pair<const json*, size_t>> todo = {{&value, 1}};
+  while (!todo.empty()) {
+    auto [v, depth] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, depth);
+    if (v->is_structured()) {
+      for (const json& child : *v) todo.push_back({&child, depth + 1});
+    }
+  }
+  return deepest;
+}
+
+}  // namespace
+
+Grammar grammar_from_json_schema_value(const nlohmann::ordered_json& schema,
+                                       const JsonSchemaOptions& options) {
+  if (nesting_depth(schema) > 256) throw GrammarError("schema nested over 256 deep");
+  try {
+    return SchemaCompiler(schema, options).run();
+  } catch (const json::exception& e) {
+    // A keyword with a value of the wrong kind (a string minLength, ...).
+    throw GrammarError(std::string("schema has a keyword of the wrong type: ") + e.what());
+  }
+}
+
+Grammar grammar_from_json_schema(std::string_view schema_text, const JsonSchemaOptions& options) {
+  json schema;
+  try {
+    schema = json::parse(schema_text);
+  } catch (const json::exception& e) {
+    throw GrammarError(std::string("schema is not valid JSON: ") + e.what());
+  }
+  return grammar_from_json_schema_value(schema, options);
+}
+
+Grammar any_json_object_grammar(const JsonSchemaOptions& options) {
+  return SchemaCompiler(json::object(), options).run_any_object();
+}
+
+}  // namespace pagedllm::structured

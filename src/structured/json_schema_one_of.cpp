@@ -1,0 +1,179 @@
+#include "structured/json_schema_one_of.h"
+
+#include <algorithm>
+#include <set>
+
+namespace pagedllm::structured {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::set<std::string> value_types(const json& values) {
+  std::set<std::string> out;
+  for (const json& v : values) {
+    if (v.is_null()) out.insert("null");
+    if (v.is_boolean()) out.insert("boolean");
+    if (v.is_number()) out.insert("number");
+    if (v.is_string()) out.insert("string");
+    if (v.is_array()) out.insert("array");
+    if (v.is_object()) out.insert("object");
+  }
+  return out;
+}
+
+// The JSON types a schema may match ("integer" counted as "number").
+std::set<std::string> types_of(const json& s) {
+  static const std::set<std::string> kAll = {"null",   "boolean", "number",
+                                             "string", "array",   "object"};
+  if (!s.is_object()) return kAll;
+  if (s.contains("const")) return value_types(json::array({s["const"]}));
+  if (s.contains("enum") && s["enum"].is_array()) return value_types(s["enum"]);
+  if (!s.contains("type")) {
+    for (const char* k : {"properties", "required", "additionalProperties", "patternProperties"}) {
+      if (s.contains(k)) return {"object"};
+    }
+    for (const char* k : {"items", "prefixItems", "minItems", "maxItems"}) {
+      if (s.contains(k)) return {"array"};
+    }
+    return kAll;
+  }
+  std::set<std::string> out;
+  const json& t = s["type"];
+  for (const json& x : t.is_array() ? t : json::array({t})) {
+    if (!x.is_string()) continue;
+    const std::string name = x.get<std::string>();
+    out.insert(name == "integer" ? "number" : name);
+  }
+  return out;
+}
+
+// The values a schema allows when it lists them (const or enum).
+bool listed_values(const json& s, json& values) {
+  if (!s.is_object()) return false;
+  if (s.contains("const")) {
+    values = json::array({s["const"]});
+    return true;
+  }
+  if (s.contains("enum") && s["enum"].is_array()) {
+    values = s["enum"];
+    return true;
+  }
+  return false;
+}
+
+bool disjoint_values(const json& a, const json& b) {
+  for (const json& x : a) {
+    if (std::find(b.begin(), b.end(), x) != b.end()) return false;
+  }
+  return true;
+}
+
+std::set<std::string> required_of(const json& s) {
+  std::set<std::string> out;
+  if (s.is_object() && s.contains("required") && s["required"].is_array()) {
+    for (const json& r : s["required"]) {
+      if (r.is_string()) out.insert(r.get<std::string>());
+    }
+  }
+  return out;
+}
+
+// a's instances all have a key that b's cannot have.
+bool needs_key_other_refuses(const json& a, const json& b) {
+  const bool closed = b.contains("additionalProperties") &&
+                      b["additionalProperties"].is_boolean() &&
+                      !b["additionalProperties"].get<bool>() && !b.contains("patternProperties");
+  if (!closed) return false;
+  for (const std::string& r : required_of(a)) {
+    if (!b.contains("properties") || !b["properties"].contains(r)) return true;
+  }
+  return false;
+}
+
+bool provably_disjoint(const json& a, const json& b) {
+  if (a.is_boolean() || b.is_boolean())
+    return (a.is_boolean() && !a.get<bool>()) || (b.is_boolean() && !b.get<bool>());
+  std::set<std::string> ta = types_of(a), tb = types_of(b), both;
+  std::set_intersection(ta.begin(), ta.end(), tb.begin(), tb.end(),
+                        std::inserter(both, both.begin()));
+  if (both.empty()) return true;
+  json va, vb;
+  if (listed_values(a, va) && listed_values(b, vb) && disjoint_values(va, vb)) return true;
+  if (both != std::set<std::string>{"object"}) return false;
+  // A discriminator: a property both require, with listed values that differ.
+  const std::set<std::string> ra = required_of(a), rb = required_of(b);
+  if (a.contains("properties") && b.contains("properties")) {
+    for (const auto& [name, sa] : a["properties"].items()) {
+      if (!ra.count(name) || !rb.count(name) || !b["properties"].contains(name)) continue;
+      json x, y;
+      if (listed_values(sa, x) && listed_values(b["properties"][name], y) &&
+          disjoint_values(x, y)) {
+        return true;
+      }
+    }
+  }
+  return needs_key_other_refuses(a, b) || needs_key_other_refuses(b, a);
+}
+
+bool only_required(const json& s) {
+  if (!s.is_object() || !s.contains("required")) return false;
+  for (const auto& [key, v] : s.items()) {
+    if (key != "required" && key != "description" && key != "title" && key != "$comment") {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Branches that differ only by `required`: branch i keeps its names and forbids, for each
+// other branch j, the one name of j it lacks (if it lacks none, i never matches alone).
+bool rewrite_required_only(const std::vector<json>& branches, std::vector<json>& out,
+                           std::string& why) {
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const std::set<std::string> mine = required_of(branches[i]);
+    std::set<std::string> forbidden;
+    bool dead = false;
+    for (size_t j = 0; j < branches.size() && !dead; ++j) {
+      if (j == i) continue;
+      std::vector<std::string> lacking;
+      for (const std::string& r : required_of(branches[j])) {
+        if (!mine.count(r)) lacking.push_back(r);
+      }
+      if (lacking.empty()) dead = true;
+      if (lacking.size() > 1) {
+        why = "branches " + std::to_string(i) + " and " + std::to_string(j) + " may overlap";
+        return false;
+      }
+      if (lacking.size() == 1) forbidden.insert(lacking[0]);
+    }
+    if (dead) continue;
+    json b = json::object();
+    b["required"] = branches[i]["required"];
+    b[kForbiddenKey] = json(std::vector<std::string>(forbidden.begin(), forbidden.end()));
+    out.push_back(b);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool exclusive_branches(const std::vector<json>& branches, std::vector<json>& out,
+                        std::string& why) {
+  out.clear();
+  if (std::all_of(branches.begin(), branches.end(), only_required)) {
+    return rewrite_required_only(branches, out, why);
+  }
+  for (size_t i = 0; i < branches.size(); ++i) {
+    for (size_t j = i + 1; j < branches.size(); ++j) {
+      if (!provably_disjoint(branches[i], branches[j])) {
+        why = "branches " + std::to_string(i) + " and " + std::to_string(j) + " may overlap";
+        return false;
+      }
+    }
+  }
+  out = branches;
+  return true;
+}
+
+}  // namespace pagedllm::structured

