@@ -60,7 +60,11 @@ class GbnfParser {
     return {line, col};
   }
   bool at_end() const { return pos_ >= text_.size(); }
-  char peek() const { return text_[pos_]; }
+  // Past the end is an error, never a read: a check forgotten by a caller stays safe.
+  char peek() const {
+    if (pos_ >= text_.size()) throw GrammarError("gbnf: unexpected end of the grammar");
+    return text_[pos_];
+  }
   static bool is_word(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
   }

@@ -61,7 +61,11 @@ class RegexParser {
   [[noreturn]] void fail(const std::string& what) {
     throw GrammarError("regex: " + what + " at offset " + std::to_string(pos_));
   }
-  char peek() const { return text_[pos_]; }
+  // Past the end is an error, never a read: a check forgotten by a caller stays safe.
+  char peek() const {
+    if (pos_ >= text_.size()) throw GrammarError("regex: unexpected end of the pattern");
+    return text_[pos_];
+  }
   bool at_end() const { return pos_ >= text_.size(); }
   bool eat(char c) {
     if (!at_end() && peek() == c) {
