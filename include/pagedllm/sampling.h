@@ -3,9 +3,27 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace pagedllm {
+
+// A constraint on the shape of the output, as vLLM's StructuredOutputsParams: exactly one of
+// json (a JSON Schema, as text), regex, choice, grammar (llama.cpp's GBNF) or json_object (any
+// JSON object). Only tokens that keep the output a prefix of the language can be sampled, and
+// EOS only where it is complete (docs/STRUCTURED.md).
+struct StructuredOutputs {
+  std::optional<std::string> json;
+  std::optional<std::string> regex;
+  std::optional<std::vector<std::string>> choice;
+  std::optional<std::string> grammar;
+  bool json_object = false;
+  // JSON without whitespace between tokens (vLLM's disable_any_whitespace).
+  bool disable_any_whitespace = false;
+  // additionalProperties false unless the schema says otherwise (vLLM's
+  // disable_additional_properties); the specification's default is true.
+  bool disable_additional_properties = false;
+};
 
 // Per-request generation settings, with vLLM's names and defaults.
 struct SamplingParams {
@@ -25,6 +43,8 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;
   // Number of top log-probabilities to return per token; nullopt returns none.
   std::optional<int> logprobs;
+  // Constrained decoding; nullopt: free text.
+  std::optional<StructuredOutputs> structured_outputs;
 };
 
 struct TokenLogprob {

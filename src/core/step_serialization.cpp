@@ -12,7 +12,7 @@ namespace {
 using json = nlohmann::json;
 
 // A version tag in every document, so that mismatched builds fail loudly rather than misread.
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;
 
 template <typename T>
 json optional_to_json(const std::optional<T>& v) {
@@ -23,6 +23,28 @@ template <typename T>
 std::optional<T> optional_from_json(const json& j) {
   if (j.is_null()) return std::nullopt;
   return j.get<T>();
+}
+
+json to_json(const StructuredOutputs& s) {
+  return {{"json", optional_to_json(s.json)},
+          {"regex", optional_to_json(s.regex)},
+          {"choice", optional_to_json(s.choice)},
+          {"grammar", optional_to_json(s.grammar)},
+          {"json_object", s.json_object},
+          {"disable_any_whitespace", s.disable_any_whitespace},
+          {"disable_additional_properties", s.disable_additional_properties}};
+}
+
+StructuredOutputs structured_outputs_from(const json& j) {
+  StructuredOutputs s;
+  s.json = optional_from_json<std::string>(j.at("json"));
+  s.regex = optional_from_json<std::string>(j.at("regex"));
+  s.choice = optional_from_json<std::vector<std::string>>(j.at("choice"));
+  s.grammar = optional_from_json<std::string>(j.at("grammar"));
+  s.json_object = j.at("json_object").get<bool>();
+  s.disable_any_whitespace = j.at("disable_any_whitespace").get<bool>();
+  s.disable_additional_properties = j.at("disable_additional_properties").get<bool>();
+  return s;
 }
 
 json to_json(const SamplingParams& p) {
@@ -38,7 +60,9 @@ json to_json(const SamplingParams& p) {
           {"presence_penalty", p.presence_penalty},
           {"frequency_penalty", p.frequency_penalty},
           {"repetition_penalty", p.repetition_penalty},
-          {"logprobs", optional_to_json(p.logprobs)}};
+          {"logprobs", optional_to_json(p.logprobs)},
+          {"structured_outputs",
+           p.structured_outputs ? to_json(*p.structured_outputs) : json(nullptr)}};
 }
 
 SamplingParams sampling_params_from(const json& j) {
@@ -56,6 +80,8 @@ SamplingParams sampling_params_from(const json& j) {
   p.frequency_penalty = j.at("frequency_penalty").get<float>();
   p.repetition_penalty = j.at("repetition_penalty").get<float>();
   p.logprobs = optional_from_json<int>(j.at("logprobs"));
+  if (const json& s = j.at("structured_outputs"); !s.is_null())
+    p.structured_outputs = structured_outputs_from(s);
   return p;
 }
 

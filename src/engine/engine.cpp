@@ -22,6 +22,7 @@
 #include "loader/load_model.h"
 #include "model/model_factory.h"
 #include "spec_decode/speculative_config.h"
+#include "structured/grammar_cache.h"
 #include "tokenizer/incremental_detokenizer.h"
 #include "tokenizer/load_tokenizer.h"
 #include "util/log.h"
@@ -69,6 +70,8 @@ struct Engine::Impl {
   DType kv_dtype = DType::kF32;
   distributed::Communicator* tp = nullptr;  // the tensor-parallel job; null in one process
   MpiExecutor* tp_executor = nullptr;
+  // Structured outputs: requests' grammars, compiled when they arrive, shared with the runner.
+  std::shared_ptr<structured::TokenGrammarCache> grammars;
 
   static DType resolve_kv_dtype(const std::string& name, DType weights) {
     if (name == "f32" || name == "float32") return DType::kF32;
@@ -146,12 +149,17 @@ struct Engine::Impl {
         {s.max_num_batched_tokens, [&bar](size_t done, size_t total) { bar.update(done, total); }},
         shard_of(tp));
     model->bind_kv_cache(*kv_cache);
+    RunnerOptions runner;
+    runner.grammars = grammars =
+        std::make_shared<structured::TokenGrammarCache>([this, vocab = mc.vocab_size] {
+          return structured::TokenVocabulary::from_tokenizer(*tokenizer, vocab);
+        });
     if (!tp) {
-      core = std::make_unique<EngineCore>(config, *model);
+      core = std::make_unique<EngineCore>(config, *model, runner);
       return;
     }
     tensor_parallel_handshake(*tp, options, fingerprint, config);
-    auto executor = std::make_unique<MpiExecutor>(config, *model, *tp);
+    auto executor = std::make_unique<MpiExecutor>(config, *model, *tp, runner);
     tp_executor = executor.get();
     core = std::make_unique<EngineCore>(config, std::move(executor));
   }
@@ -182,6 +190,9 @@ struct Engine::Impl {
       }
     }
     if (tracked.count(id)) throw std::invalid_argument("request id '" + id + "' is already in use");
+    // Compiled now, on the caller's thread: a grammar that does not compile is the caller's
+    // error, and the step that first samples under it finds it in the cache.
+    if (params.structured_outputs) grammars->get(*params.structured_outputs);
     Tracked t;
     t.out.request_id = id;
     t.out.prompt_token_ids = ids;

@@ -3,9 +3,11 @@
 #include <xmmintrin.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <vector>
 
 #include "kernels/cpu/logits_row.h"
 #include "sampling/candidates.h"
@@ -23,9 +25,43 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+bool is_allowed(const uint32_t* words, int32_t id) {
+  return (words[static_cast<uint32_t>(id) / 32] >> (static_cast<uint32_t>(id) % 32)) & 1u;
+}
+
+void mask_disallowed(std::span<float> logits, const uint32_t* words) {
+  const size_t n = logits.size();
+  for (size_t w = 0; w * 32 < n; ++w) {
+    const uint32_t bits = words[w];
+    if (bits == 0xFFFFFFFFu) continue;
+    const size_t end = std::min(n, w * 32 + 32);
+    for (size_t i = w * 32; i < end; ++i) {
+      if (!((bits >> (i - w * 32)) & 1u)) logits[i] = kNegInf;
+    }
+  }
+}
+
+// Whether the grammar allows a token that min_tokens does not hold back. When it allows only
+// stop tokens (the output is complete), the grammar wins: there is nothing else to draw.
+bool grammar_allows_more_than_stops(size_t vocab, const SamplingContext& ctx) {
+  size_t allowed = 0;
+  for (size_t w = 0; w * 32 < vocab; ++w) allowed += std::popcount(ctx.allowed_tokens[w]);
+  std::vector<int32_t> stops = ctx.params->stop_token_ids;
+  if (ctx.eos_token_id && !ctx.params->ignore_eos) stops.push_back(*ctx.eos_token_id);
+  std::sort(stops.begin(), stops.end());
+  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
+  size_t allowed_stops = 0;
+  for (int32_t id : stops) {
+    if (id >= 0 && static_cast<size_t>(id) < vocab && is_allowed(ctx.allowed_tokens, id))
+      ++allowed_stops;
+  }
+  return allowed > allowed_stops;
+}
+
 void mask_stop_tokens(std::span<float> logits, const SamplingContext& ctx) {
   const auto& p = *ctx.params;
   if (static_cast<int>(ctx.output_token_ids.size()) >= p.min_tokens) return;
+  if (ctx.allowed_tokens && !grammar_allows_more_than_stops(logits.size(), ctx)) return;
   auto mask = [&](int32_t id) {
     if (id >= 0 && static_cast<size_t>(id) < logits.size())
       logits[static_cast<size_t>(id)] = kNegInf;
@@ -215,6 +251,7 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
     log_softmax(logits, raw_logprobs_);
   }
 
+  if (ctx.allowed_tokens) mask_disallowed(logits, ctx.allowed_tokens);
   mask_stop_tokens(logits, ctx);
   if (p.repetition_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f)
     apply_penalties(logits, ctx);

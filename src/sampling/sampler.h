@@ -1,5 +1,6 @@
 // Token sampling from logits, one row per request, as vLLM's sampler orders it:
 //   logprobs of the raw distribution (what `logprobs` reports)
+//   -> a grammar's allowed tokens (structured outputs)
 //   -> min_tokens (EOS and stop tokens masked until enough tokens exist)
 //   -> repetition, frequency and presence penalties
 //   -> greedy if temperature is 0, else temperature, top-k, top-p, min-p and a draw.
@@ -27,6 +28,8 @@ struct SamplingContext {
   std::span<const int32_t> output_token_ids;
   std::optional<int32_t> eos_token_id;
   uint64_t seed = 0;  // the request's seed (or one drawn when it had none)
+  // Structured outputs: bit i of word i/32 set = token i may be drawn; null: every token.
+  const uint32_t* allowed_tokens = nullptr;
 };
 
 class Sampler {

@@ -5,6 +5,46 @@
 
 namespace pagedllm::structured {
 
+GrammarSpec grammar_spec_of(const StructuredOutputs& outputs) {
+  GrammarSpec spec;
+  int kinds = 0;
+  if (outputs.json) {
+    spec.kind = GrammarKind::kJsonSchema;
+    spec.text = *outputs.json;
+    ++kinds;
+  }
+  if (outputs.regex) {
+    spec.kind = GrammarKind::kRegex;
+    spec.text = *outputs.regex;
+    ++kinds;
+  }
+  if (outputs.choice) {
+    spec.kind = GrammarKind::kChoice;
+    spec.choices = *outputs.choice;
+    ++kinds;
+  }
+  if (outputs.grammar) {
+    spec.kind = GrammarKind::kGbnf;
+    spec.text = *outputs.grammar;
+    ++kinds;
+  }
+  if (outputs.json_object) {
+    spec.kind = GrammarKind::kJsonObject;
+    ++kinds;
+  }
+  if (kinds != 1) {
+    throw GrammarError(
+        "structured outputs need exactly one of json, regex, choice, grammar or json_object "
+        "(got " +
+        std::to_string(kinds) + ")");
+  }
+  if (spec.kind == GrammarKind::kChoice && spec.choices.empty())
+    throw GrammarError("a choice needs at least one option");
+  spec.json.compact = outputs.disable_any_whitespace;
+  spec.json.strict_properties = outputs.disable_additional_properties;
+  return spec;
+}
+
 Grammar build_grammar(const GrammarSpec& spec) {
   switch (spec.kind) {
     case GrammarKind::kJsonSchema:
@@ -26,7 +66,7 @@ std::shared_ptr<const CompiledGrammar> compile(const GrammarSpec& spec,
   return compile_grammar(build_grammar(spec), limits);
 }
 
-std::string GrammarCache::key_of(const GrammarSpec& spec) {
+std::string grammar_key(const GrammarSpec& spec) {
   std::string key = std::to_string(static_cast<int>(spec.kind)) + ":" +
                     (spec.json.compact ? "c" : "w") + std::to_string(spec.json.max_whitespace) +
                     (spec.json.strict_properties ? "s" : "l") + ":";
@@ -36,30 +76,23 @@ std::string GrammarCache::key_of(const GrammarSpec& spec) {
 }
 
 std::shared_ptr<const CompiledGrammar> GrammarCache::get(const GrammarSpec& spec) {
-  const std::string key = key_of(spec);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = index_.find(key);
-    if (it != index_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second);
-      return it->second->second;
-    }
-  }
-  auto compiled = compile(spec);  // outside the lock: compiles may run in parallel
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (index_.count(key)) return index_.at(key)->second;
-  lru_.emplace_front(key, compiled);
-  index_[key] = lru_.begin();
-  while (lru_.size() > capacity_) {
-    index_.erase(lru_.back().first);
-    lru_.pop_back();
-  }
-  return compiled;
+  return cache_.get(grammar_key(spec), [&] { return compile(spec, limits_); });
 }
 
-size_t GrammarCache::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return lru_.size();
+TokenGrammarCache::TokenGrammarCache(VocabularyFactory make_vocabulary, size_t capacity,
+                                     CompileLimits limits)
+    : make_vocabulary_(std::move(make_vocabulary)), cache_(capacity), limits_(limits) {}
+
+std::shared_ptr<const TokenVocabulary> TokenGrammarCache::vocabulary() {
+  std::call_once(vocabulary_once_, [this] { vocabulary_ = make_vocabulary_(); });
+  return vocabulary_;
+}
+
+std::shared_ptr<const TokenGrammar> TokenGrammarCache::get(const StructuredOutputs& outputs) {
+  const GrammarSpec spec = grammar_spec_of(outputs);
+  return cache_.get(grammar_key(spec), [&] {
+    return std::make_shared<const TokenGrammar>(compile(spec, limits_), vocabulary());
+  });
 }
 
 }  // namespace pagedllm::structured

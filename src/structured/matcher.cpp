@@ -204,14 +204,15 @@ void GrammarMatcher::reset() {
 bool GrammarMatcher::accept_token(int32_t token) {
   const TokenVocabulary& vocab = grammar_->vocab();
   if (token < 0 || static_cast<size_t>(token) >= vocab.size()) return false;
-  if (is_terminated()) return false;
   if (vocab.is_stop(token)) {
-    if (!can_end()) return false;
+    // After the end, more stop tokens are what the mask allows (a request whose min_tokens
+    // ignores the first EOS draws them until it may stop).
+    if (!can_end() && !is_terminated()) return false;
     history_.push_back(history_.back());
     terminated_.push_back(1);
     return true;
   }
-  if (vocab.is_special(token) || vocab.bytes(token).empty()) return false;
+  if (is_terminated() || vocab.is_special(token) || vocab.bytes(token).empty()) return false;
   StackSet next;
   if (!stepper_.step_bytes(history_.back(), vocab.bytes(token), next)) return false;
   history_.push_back(std::move(next));

@@ -95,7 +95,8 @@ class GrammarMatcher {
   // After a stop token was accepted, only stop tokens are allowed.
   void fill_next_token_bitmask(uint32_t* words);
   // Advances by one token; false (state unchanged) when the token is not allowed here. A stop
-  // token is accepted where the grammar can end, and terminates the matcher.
+  // token is accepted where the grammar can end, and terminates the matcher; once terminated,
+  // it accepts stop tokens only.
   bool accept_token(int32_t token);
   // Advances by raw bytes (a prompt's forced prefix, tests); false and unchanged on mismatch.
   bool accept_bytes(std::string_view bytes);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "core/sampling_params.h"
 #include "spec_decode/draft_length.h"
+#include "structured/matcher.h"
 #include "worker/block_table.h"
 
 namespace pagedllm {
@@ -35,6 +37,9 @@ struct CachedRequestState {
   // Draft tokens verified this step (from the scheduler), and how many to propose next.
   std::vector<int32_t> drafts;
   DraftLength draft_length;
+  // Structured outputs: where the output stands in its grammar; made on the first step that
+  // samples (only the sampling rank needs it).
+  std::shared_ptr<structured::GrammarMatcher> matcher;
 };
 
 class InputBatch {

@@ -23,7 +23,8 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
       proposer_(config.speculative.enabled()
                     ? make_proposer(config.speculative, config.speculative.target_vocab_size,
                                     config.scheduler.max_model_len, config.scheduler.max_num_seqs)
-                    : nullptr) {
+                    : nullptr),
+      grammar_masks_(options_.grammars) {
   const auto max_reqs = static_cast<size_t>(config.scheduler.max_num_seqs);
   int max_tokens = config.scheduler.max_num_batched_tokens;
   for (int b : options_.padding_buckets) max_tokens = std::max(max_tokens, b);
@@ -91,6 +92,7 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
     s.scheduled_index = static_cast<int>(advance_to(out, cursor, n.req_id));
     s.drafts.clear();
     s.draft_length = DraftLength(config_.speculative.num_speculative_tokens);
+    s.matcher.reset();
     to_add.push_back(&s);
   }
   cursor = 0;
@@ -377,7 +379,9 @@ void ModelRunner::execute_model(const SchedulerOutput& out, Model& model,
 
   const auto vocab = static_cast<size_t>(model.vocab_size());
   logits_.resize(static_cast<size_t>(in.num_logits) * vocab);
+  grammar_masks_.start(batch_, in);
   model.forward(in, logits_);
+  grammar_masks_.finish();
   sample_rows(in, vocab);
 
   result.resize(out.num_scheduled_tokens.size());
@@ -455,14 +459,18 @@ void ModelRunner::sample_row(const ModelInputs& in, size_t vocab, int row, Sampl
   const int first = in.logits_start_loc[static_cast<size_t>(row)];
   for (int i = first; i < in.logits_start_loc[static_cast<size_t>(row) + 1]; ++i) {
     const auto tokens = std::span<const int32_t>(s.token_ids);
-    const SamplingContext ctx{
-        &s.sampling_params, tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
-        tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)), s.eos_token_id, s.seed};
+    const SamplingContext ctx{&s.sampling_params,
+                              tokens.first(static_cast<size_t>(s.num_prompt_tokens)),
+                              tokens.subspan(static_cast<size_t>(s.num_prompt_tokens)),
+                              s.eos_token_id,
+                              s.seed,
+                              grammar_masks_.mask(i)};
     sampled.push_back(
         sampler.sample(std::span(logits_).subspan(static_cast<size_t>(i) * vocab, vocab), ctx));
     const int32_t token = sampled.back().token_id;
     batch_.append_token(row, token);
     s.token_ids.push_back(token);
+    GrammarMasks::accept(s, token);
     // Verification (rejection sampling with one-token drafts): each position is sampled exactly
     // as a one-token step would sample it, with the same seed counter and penalties, and a
     // draft is kept only if the target drew that very token. A draft x is thus kept with

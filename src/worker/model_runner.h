@@ -17,6 +17,8 @@
 #include "model/model.h"
 #include "sampling/sampler.h"
 #include "spec_decode/proposer.h"
+#include "structured/grammar_cache.h"
+#include "worker/grammar_masks.h"
 #include "worker/input_batch.h"
 
 namespace pagedllm {
@@ -28,6 +30,9 @@ struct RunnerOptions {
   bool reorder_decodes_first = true;
   // Ascending token counts to pad num_input_tokens up to (graph-capture style); empty: none.
   std::vector<int> padding_buckets;
+  // Structured outputs: the grammars bound to the model's vocabulary (shared with the engine,
+  // which compiles a request's grammar when it arrives); null on ranks that do not sample.
+  std::shared_ptr<structured::TokenGrammarCache> grammars;
 };
 
 class ModelRunner {
@@ -94,6 +99,7 @@ class ModelRunner {
   std::vector<std::vector<int32_t>> drafts_by_row_;  // proposed this step, for the next
   std::vector<int> wanted_drafts_;                   // per row, for a batched proposer
   std::vector<ProposalRequest> proposals_;
+  GrammarMasks grammar_masks_;
 };
 
 }  // namespace pagedllm

@@ -24,6 +24,9 @@ SchedulerOutput full_scheduler_output() {
   p.frequency_penalty = -0.5f;
   p.repetition_penalty = 1.1f;
   p.logprobs = 4;
+  p.structured_outputs = StructuredOutputs{};
+  p.structured_outputs->choice = std::vector<std::string>{"yes", "no"};
+  p.structured_outputs->disable_any_whitespace = true;
   SchedulerOutput out;
   out.scheduled_new_reqs.push_back({"new-1", {1, 2, 3, 4}, p, {7, 8}, 16, 2});
   out.scheduled_new_reqs.push_back({"new-2", {9}, SamplingParams{}, {3}, 0, std::nullopt});
@@ -50,6 +53,16 @@ void expect_same_params(const SamplingParams& a, const SamplingParams& b) {
   EXPECT_EQ(a.frequency_penalty, b.frequency_penalty);
   EXPECT_EQ(a.repetition_penalty, b.repetition_penalty);
   EXPECT_EQ(a.logprobs, b.logprobs);
+  ASSERT_EQ(a.structured_outputs.has_value(), b.structured_outputs.has_value());
+  if (!a.structured_outputs) return;
+  const StructuredOutputs &x = *a.structured_outputs, &y = *b.structured_outputs;
+  EXPECT_EQ(x.json, y.json);
+  EXPECT_EQ(x.regex, y.regex);
+  EXPECT_EQ(x.choice, y.choice);
+  EXPECT_EQ(x.grammar, y.grammar);
+  EXPECT_EQ(x.json_object, y.json_object);
+  EXPECT_EQ(x.disable_any_whitespace, y.disable_any_whitespace);
+  EXPECT_EQ(x.disable_additional_properties, y.disable_additional_properties);
 }
 
 TEST(StepSerialization, SchedulerOutputRoundTripsEveryField) {

@@ -1,0 +1,90 @@
+#include "worker/grammar_masks.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "util/log.h"
+
+namespace pagedllm {
+
+GrammarMasks::~GrammarMasks() {
+  if (pending_.valid()) pending_.wait();
+}
+
+void GrammarMasks::start(const InputBatch& batch, const ModelInputs& in) {
+  if (pending_.valid()) pending_.wait();  // a step that threw before finish()
+  bool any = false;
+  for (int row = 0; row < in.num_reqs && !any; ++row)
+    any = batch.state(row)->sampling_params.structured_outputs.has_value();
+  has_mask_.assign(static_cast<size_t>(in.num_logits), 0);
+  if (!any) return;
+  if (!grammars_) throw std::logic_error("a constrained request reached a runner without grammars");
+  pending_ = std::async(std::launch::async, [this, &batch, &in] { compute(batch, in); });
+}
+
+void GrammarMasks::finish() {
+  if (pending_.valid()) pending_.get();
+}
+
+const uint32_t* GrammarMasks::mask(int logits_row) const {
+  const auto r = static_cast<size_t>(logits_row);
+  return r < has_mask_.size() && has_mask_[r] ? masks_.data() + r * words_ : nullptr;
+}
+
+void GrammarMasks::accept(CachedRequestState& s, int32_t token) {
+  if (!s.matcher) return;
+  if (!s.matcher->accept_token(token)) {
+    // The sampler drew only allowed tokens, so this is a bug; the request goes on unconstrained
+    // rather than taking the whole batch down with it.
+    log(LogLevel::kError, "structured",
+        "request '" + s.req_id + "': token " + std::to_string(token) +
+            " is not allowed by its grammar; the constraint is dropped");
+    s.matcher.reset();
+    s.sampling_params.structured_outputs.reset();
+  }
+}
+
+void GrammarMasks::compute(const InputBatch& batch, const ModelInputs& in) {
+  words_ = grammars_->vocabulary()->mask_words();
+  masks_.resize(static_cast<size_t>(in.num_logits) * words_);
+  for (int row = 0; row < in.num_reqs; ++row) {
+    CachedRequestState& s = *batch.state(row);
+    if (!s.sampling_params.structured_outputs) continue;
+    // A partial prefill samples nothing.
+    if (in.seq_lens[static_cast<size_t>(row)] < batch.num_tokens(row)) continue;
+    compute_row(s, in.logits_start_loc[static_cast<size_t>(row)],
+                in.logits_start_loc[static_cast<size_t>(row) + 1]);
+  }
+}
+
+void GrammarMasks::compute_row(CachedRequestState& s, int first, int end) {
+  catch_up(s);
+  if (!s.matcher) return;
+  size_t walked = 0;  // drafts the matcher moved past, undone below
+  for (int i = first; i < end; ++i) {
+    const auto r = static_cast<size_t>(i);
+    s.matcher->fill_next_token_bitmask(masks_.data() + r * words_);
+    has_mask_[r] = 1;
+    const auto at = static_cast<size_t>(i - first);
+    if (at >= s.drafts.size() || !s.matcher->accept_token(s.drafts[at])) break;
+    ++walked;
+  }
+  s.matcher->rollback(walked);
+}
+
+// Makes the matcher (first time) and moves it past the outputs it has not seen: all of them for
+// a new matcher, none in an ordinary step (sampling advanced it).
+void GrammarMasks::catch_up(CachedRequestState& s) {
+  const size_t outputs = s.token_ids.size() - static_cast<size_t>(s.num_prompt_tokens);
+  if (!s.matcher) {
+    s.matcher = std::make_shared<structured::GrammarMatcher>(
+        grammars_->get(*s.sampling_params.structured_outputs));
+  }
+  if (s.matcher->num_accepted() > outputs) s.matcher->rollback(s.matcher->num_accepted() - outputs);
+  for (size_t k = s.matcher->num_accepted(); k < outputs; ++k) {
+    accept(s, s.token_ids[static_cast<size_t>(s.num_prompt_tokens) + k]);
+    if (!s.matcher) return;
+  }
+}
+
+}  // namespace pagedllm
