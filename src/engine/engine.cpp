@@ -251,6 +251,10 @@ std::string Engine::add_request(const std::string& prompt, const SamplingParams&
   return impl_->add(impl_->tokenizer->encode(prompt, true), params, std::move(request_id));
 }
 
+void Engine::check_structured_outputs(const StructuredOutputs& outputs) const {
+  impl_->grammars->get(outputs);
+}
+
 void Engine::abort_request(const std::string& request_id) {
   auto it = impl_->tracked.find(request_id);
   if (it == impl_->tracked.end()) return;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "server/api_error.h"
+#include "server/structured_request.h"
 
 namespace pagedllm::server {
 
@@ -77,6 +78,8 @@ class Fields {
     if (!v->is_string()) throw bad_request(name + " must be a string", name);
     return v->get<std::string>();
   }
+
+  const json& body() const { return body_; }
 
   std::vector<std::string> unknown() const {
     std::vector<std::string> names;
@@ -182,6 +185,10 @@ void parse_generation_fields(Fields& f, GenerationRequest& r) {
   if (r.stream && r.best_of > r.n)
     throw bad_request("best_of must equal n when streaming", "best_of");
   f.find("user");  // accepted, not used
+  for (const std::string& name : structured_output_field_names()) f.find(name);
+  StructuredOutputRequest structured = parse_structured_output_fields(f.body());
+  p.structured_outputs = std::move(structured.outputs);
+  r.structured_param = std::move(structured.param);
 }
 
 void read_max_tokens(Fields& f, GenerationRequest& r, const std::string& name) {
@@ -290,8 +297,19 @@ ChatRequest parse_chat_request(const json& body) {
     throw bad_request("top_logprobs requires logprobs to be true", "top_logprobs");
   if (logprobs) r.top_logprobs = static_cast<int>(top.value_or(0));
   if (const json* v = f.find("tools")) {
-    if (!v->is_array()) throw bad_request("tools must be an array", "tools");
+    check_tools(*v);
     r.tools = *v;
+  }
+  r.tool_choice = parse_tool_choice(f.find("tool_choice"), r.tools);
+  if (auto v = f.boolean("parallel_tool_calls")) r.parallel_tool_calls = *v;
+  if (r.params.structured_outputs && (r.tool_choice.mode == ToolChoice::Mode::kRequired ||
+                                      r.tool_choice.mode == ToolChoice::Mode::kNamed)) {
+    throw bad_request(
+        "tool_choice " +
+            std::string(r.tool_choice.mode == ToolChoice::Mode::kNamed ? "naming a function"
+                                                                       : "\"required\"") +
+            " cannot be combined with " + r.structured_param,
+        "tool_choice");
   }
   if (const json* v = f.find("chat_template_kwargs")) {
     if (!v->is_object())
@@ -305,7 +323,6 @@ ChatRequest parse_chat_request(const json& body) {
                       "continue_final_message");
   if (r.continue_final_message) r.add_generation_prompt = false;
   if (auto v = f.boolean("add_special_tokens")) r.add_special_tokens = *v;
-  f.find("tool_choice");  // "auto"/"none": the template sees the tools either way
   r.ignored = f.unknown();
   return r;
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pagedllm/sampling.h"
+#include "server/tool_choice.h"
 
 namespace pagedllm::server {
 
@@ -31,8 +32,11 @@ struct GenerationRequest {
   int n = 1;
   int best_of = 1;  // the best n of best_of by cumulative logprob
   bool stream = false;
-  bool include_usage = false;        // stream_options.include_usage
-  std::optional<int> top_logprobs;   // per-token alternatives asked for; nullopt: no logprobs
+  bool include_usage = false;       // stream_options.include_usage
+  std::optional<int> top_logprobs;  // per-token alternatives asked for; nullopt: no logprobs
+  // The field params.structured_outputs came from (response_format, structured_outputs,
+  // guided_json...), for an error its grammar gives when compiled.
+  std::string structured_param;
   std::vector<std::string> ignored;  // unknown fields, for a warning in the log
 };
 
@@ -45,6 +49,8 @@ struct CompletionRequest : GenerationRequest {
 struct ChatRequest : GenerationRequest {
   nlohmann::ordered_json messages;  // array of {role, content, ...}; content already flattened
   nlohmann::ordered_json tools;     // null when absent
+  ToolChoice tool_choice;
+  bool parallel_tool_calls = true;
   nlohmann::ordered_json template_kwargs;  // chat_template_kwargs: extra variables for the template
   bool add_generation_prompt = true;
   bool continue_final_message = false;

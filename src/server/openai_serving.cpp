@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "server/api_error.h"
+#include "server/chat_output.h"
 #include "server/generation_job.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
@@ -173,12 +174,28 @@ class CompletionStream : public JobStream {
   std::vector<bool> echoed_;
 };
 
-// The stream of /v1/chat/completions chunks: a role chunk per choice, then content deltas.
+// Both deltas' fields in one: content appended, tool calls listed in order.
+ojson merged_delta(ojson a, const ojson& b) {
+  for (auto it = b.begin(); it != b.end(); ++it) {
+    if (!a.contains(it.key())) {
+      a[it.key()] = it.value();
+    } else if (it.value().is_string()) {
+      a[it.key()] = a[it.key()].get<std::string>() + it.value().get<std::string>();
+    } else if (it.value().is_array()) {
+      for (const ojson& v : it.value()) a[it.key()].push_back(v);
+    }
+  }
+  return a;
+}
+
+// The stream of /v1/chat/completions chunks: a role chunk per choice, then content or tool-call
+// deltas.
 class ChatStream : public JobStream {
  public:
   ChatStream(std::unique_ptr<GenerationJob> job, ChatRequest request, ojson base)
       : JobStream(std::move(job), request.include_usage, std::move(base)),
-        request_(std::move(request)) {}
+        request_(std::move(request)),
+        outputs_(job_->num_choices(), ChatOutput(request_.tool_choice)) {}
 
   bool next(std::string& out) override {
     if (ended_) return false;
@@ -189,11 +206,14 @@ class ChatStream : public JobStream {
     }
     for (auto& u : job_->poll(kPollInterval)) {
       const ChoiceStream& c = job_->choice(u.choice);
-      if (u.delta.text.empty() && u.delta.logprobs.empty() && !u.delta.finished) continue;
-      ojson delta = u.delta.text.empty() ? ojson::object() : ojson{{"content", u.delta.text}};
-      out += chunk(u.choice, std::move(delta),
-                   request_.top_logprobs ? chat_logprobs_json(u.delta.logprobs) : ojson(nullptr),
-                   u.delta.finished ? ojson(c.finish_reason()) : ojson(nullptr));
+      ChatOutput& output = outputs_[u.choice];
+      ojson delta = output.feed(u.delta.text);
+      if (u.delta.finished) delta = merged_delta(std::move(delta), output.finish());
+      if (delta.empty() && u.delta.logprobs.empty() && !u.delta.finished) continue;
+      out +=
+          chunk(u.choice, std::move(delta),
+                request_.top_logprobs ? chat_logprobs_json(u.delta.logprobs) : ojson(nullptr),
+                u.delta.finished ? ojson(output.finish_reason(c.finish_reason())) : ojson(nullptr));
     }
     return continues(out);
   }
@@ -209,6 +229,7 @@ class ChatStream : public JobStream {
   }
 
   ChatRequest request_;
+  std::vector<ChatOutput> outputs_;
   bool sent_roles_ = false;
 };
 
@@ -227,7 +248,7 @@ ApiResponse full_response(const GenerationJob& job, int n, ojson base, ChoiceFie
     completion_tokens += c.num_tokens();
     ojson choice = {{"index", choices.size()}};
     choice.update(fields(i, c));
-    choice["finish_reason"] = c.finish_reason();
+    if (!choice.contains("finish_reason")) choice["finish_reason"] = c.finish_reason();
     choice["stop_reason"] = c.stop_reason();
     choices.push_back(std::move(choice));
   }
@@ -320,10 +341,20 @@ std::vector<PreparedPrompt> OpenAIServing::prepare_prompts(const CompletionReque
   return prompts;
 }
 
+void OpenAIServing::compile_structured_outputs(const GenerationRequest& r) const {
+  if (!r.params.structured_outputs) return;
+  try {
+    engine_.check_structured_outputs(*r.params.structured_outputs);
+  } catch (const std::invalid_argument& e) {
+    throw bad_request(r.structured_param + ": " + e.what(), r.structured_param);
+  }
+}
+
 ApiResponse OpenAIServing::completions(const std::string& body) {
   CompletionRequest r = parse_completion_request(parse_json_body(body));
   check_model(r.model);
   warn_ignored(r.ignored);
+  compile_structured_outputs(r);
   const Tokenizer& tok = engine_.tokenizer();
   std::vector<PreparedPrompt> prompts = prepare_prompts(r);
   const std::string id = "cmpl-" + random_id();
@@ -391,6 +422,13 @@ ApiResponse OpenAIServing::chat_completions(const std::string& body) {
   ChatRequest r = parse_chat_request(parse_json_body(body));
   check_model(r.model);
   warn_ignored(r.ignored);
+  if (r.tool_choice.mode == ToolChoice::Mode::kRequired ||
+      r.tool_choice.mode == ToolChoice::Mode::kNamed) {
+    r.params.structured_outputs =
+        tool_call_constraint(r.tool_choice, r.tools, r.parallel_tool_calls);
+    r.structured_param = "tools";
+  }
+  compile_structured_outputs(r);
   const Tokenizer& tok = engine_.tokenizer();
   std::vector<PreparedPrompt> prompts;
   prompts.push_back(prepare_chat_prompt(r));
@@ -405,8 +443,11 @@ ApiResponse OpenAIServing::chat_completions(const std::string& body) {
   }
   run_to_end(*job);
   return full_response(*job, r.n, std::move(base), [&](size_t, const ChoiceStream& c) {
-    return ojson{{"message", {{"role", "assistant"}, {"content", c.text()}}},
-                 {"logprobs", r.top_logprobs ? chat_logprobs_json(c.logprobs()) : ojson(nullptr)}};
+    ChatOutput output(r.tool_choice);
+    ojson message = output.message(c.text());
+    return ojson{{"message", std::move(message)},
+                 {"logprobs", r.top_logprobs ? chat_logprobs_json(c.logprobs()) : ojson(nullptr)},
+                 {"finish_reason", output.finish_reason(c.finish_reason())}};
   });
 }
 

