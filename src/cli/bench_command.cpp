@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -277,8 +278,28 @@ struct ThroughputOptions {
   int num_prompts = 32;
   int input_len = 128;
   int output_len = 128;
+  std::string structured;  // a JSON Schema file every request's output must follow
   bool json = false;
 };
+
+// The sampling of every throughput request: fixed length, and the schema when one was given
+// (compiled once, before the clock starts).
+SamplingParams throughput_params(const ThroughputOptions& o, Engine& engine) {
+  SamplingParams p = fixed_length(o.output_len);
+  if (o.structured.empty()) return p;
+  std::ifstream in(o.structured, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read --structured file '" + o.structured + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  p.structured_outputs = StructuredOutputs{};
+  p.structured_outputs->json = text.str();
+  try {
+    engine.check_structured_outputs(*p.structured_outputs);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error("--structured " + o.structured + ": " + e.what());
+  }
+  return p;
+}
 
 int run_throughput(ThroughputOptions& o) {
   if (o.engine.max_model_len <= 0) o.engine.max_model_len = o.input_len + o.output_len;
@@ -289,7 +310,8 @@ int run_throughput(ThroughputOptions& o) {
   std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < o.num_prompts; ++i)
     prompts.push_back(random_prompt(rng, o.input_len, engine.vocab_size()));
-  for (const auto& p : prompts) engine.add_request(p, fixed_length(o.output_len));
+  const SamplingParams params = throughput_params(o, engine);
+  for (const auto& p : prompts) engine.add_request(p, params);
   ProgressBar bar("bench throughput");
   const EngineStats before = engine.stats();
   const auto t0 = Clock::now();
@@ -315,6 +337,7 @@ int run_throughput(ThroughputOptions& o) {
     j["input_len"] = o.input_len;
     j["output_len"] = o.output_len;
     j["max_num_seqs"] = o.engine.max_num_seqs;
+    j["structured"] = o.structured.empty() ? ordered_json(nullptr) : ordered_json(o.structured);
     j["elapsed_s"] = secs;
     j["requests_per_s"] = req_s;
     j["input_tokens_per_s"] = in_tokens / secs;
@@ -382,6 +405,10 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   t->add_option("--output-len", thr->output_len, "Generated tokens per request")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  t->add_option("--structured", thr->structured,
+                "A JSON Schema file: every request's output must follow it (structured outputs; "
+                "compare with the same run without it)")
+      ->check(CLI::ExistingFile);
   t->add_flag(
       "--json", thr->json,
       "Print one JSON object (requests_per_s, output_tokens_per_s, total_tokens_per_s, ...)");

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -183,6 +184,31 @@ TEST(BenchCli, WithoutMaxModelLenTheContextIsSizedToTheTest) {
                        "16 tokens): max_model_len lowered to 64"),
             std::string::npos)
       << r.err;
+}
+
+}  // namespace
+}  // namespace pagedllm
+
+namespace pagedllm {
+namespace {
+
+// --structured puts every request under the schema; a schema that does not compile stops the
+// bench before it starts, with one line.
+TEST(BenchCli, ThroughputUnderAJsonSchemaRunsAndABadSchemaIsOneLine) {
+  const std::string model = test::model_path("stories260K/stories260K.gguf");
+  const std::string schema = test::temp_path("bench-schema.json");
+  std::ofstream(schema) << R"({"type": "array", "items": {"type": "integer"}})";
+  auto r = run_cli("bench throughput --model " + model +
+                   " --num-prompts 4 --input-len 16 --output-len 12 --json --structured " + schema);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["structured"], schema);
+  EXPECT_NEAR(j["output_tokens_per_s"].get<double>() * j["elapsed_s"].get<double>(), 4 * 12, 1e-3);
+  std::ofstream(schema) << R"({"type": "array", "items": {"type": "integr"}})";
+  r = run_cli("bench throughput --model " + model +
+              " --num-prompts 4 --input-len 16 --output-len 12 --structured " + schema);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("integr"), std::string::npos) << r.err;
 }
 
 }  // namespace
