@@ -56,6 +56,10 @@ std::optional<StructuredOutputs> from_response_format(const json& v) {
     return s;
   }
   s.json = schema_text(*schema, param);
+  // Strict, as OpenAI means it: no properties beyond the declared ones unless the schema allows
+  // them.
+  if (const json* strict = field(*spec, "strict"); strict && strict->is_boolean())
+    s.disable_additional_properties = strict->get<bool>();
   return s;
 }
 

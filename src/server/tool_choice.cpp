@@ -92,6 +92,9 @@ StructuredOutputs tool_call_constraint(const ToolChoice& choice, const json& too
   // Arguments travel as a JSON string, where whitespace is worth nothing; and a weak model given
   // room for it spends its tokens there.
   s.disable_any_whitespace = true;
+  // Calls have the declared parameters and no others unless a schema says so (what OpenAI's
+  // strict function calling asks of every schema).
+  s.disable_additional_properties = true;
   if (choice.mode == ToolChoice::Mode::kNamed) {
     s.json = parameters_of(*function_named(tools, choice.name)).dump();
     return s;

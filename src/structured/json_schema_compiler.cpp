@@ -52,30 +52,32 @@ class SchemaCompiler {
       : root_(root), options_(options) {}
 
   Grammar run() {
-    int32_t ws_body = options_.compact
-                          ? g_.empty()
-                          : g_.repeat(g_.alt({g_.byte_range(' ', ' '), g_.byte_range('\t', '\n'),
-                                              g_.byte_range('\r', '\r')}),
-                                      0, options_.max_whitespace);
-    ws_ = options_.compact ? g_.empty() : g_.ref(g_.add_rule("ws", ws_body));
+    ws_ = whitespace();
     const int32_t value = schema(root_, "");
     g_.set_start(g_.add_rule("root", g_.seq({ws_, value, ws_})));
     return std::move(g_);
   }
 
   Grammar run_any_object() {
-    ws_ = options_.compact
-              ? g_.empty()
-              : g_.ref(g_.add_rule(
-                    "ws", g_.repeat(g_.alt({g_.byte_range(' ', ' '), g_.byte_range('\t', '\n'),
-                                            g_.byte_range('\r', '\r')}),
-                                    0, options_.max_whitespace)));
+    ws_ = whitespace();
     const int32_t value = typed(json::object(), "object", "");
     g_.set_start(g_.add_rule("root", g_.seq({ws_, value, ws_})));
     return std::move(g_);
   }
 
  private:
+  // Between tokens: nothing, one space, or a line break and an indentation of at most
+  // max_whitespace spaces or tabs (as llama.cpp's grammars have it). What a pretty-printer
+  // writes fits; runs of blank lines, where a weak model can spend its whole budget, do not.
+  int32_t whitespace() {
+    if (options_.compact) return g_.empty();
+    const int32_t line_break =
+        g_.seq({g_.repeat(g_.byte_range('\r', '\r'), 0, 1), g_.byte_range('\n', '\n'),
+                g_.repeat(g_.alt({g_.byte_range(' ', ' '), g_.byte_range('\t', '\t')}), 0,
+                          options_.max_whitespace)});
+    return g_.ref(g_.add_rule("ws", g_.alt({g_.empty(), g_.byte_range(' ', ' '), line_break})));
+  }
+
   [[noreturn]] static void fail(const std::string& what, const std::string& ptr) {
     throw GrammarError(what + " at '" + (ptr.empty() ? "#" : "#" + ptr) + "'");
   }

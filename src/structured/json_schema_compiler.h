@@ -13,7 +13,8 @@ namespace pagedllm::structured {
 struct JsonSchemaOptions {
   // No whitespace at all between tokens.
   bool compact = false;
-  // The longest whitespace run allowed between tokens (so a weak model cannot loop on spaces).
+  // Whitespace between tokens is nothing, one space, or a line break followed by at most this
+  // many spaces or tabs of indentation (so a weak model cannot loop on whitespace).
   int max_whitespace = 24;
   // additionalProperties defaults to false instead of the specification's true.
   bool strict_properties = false;

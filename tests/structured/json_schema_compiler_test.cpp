@@ -150,10 +150,14 @@ TEST(JsonSchemaCompiler, PatternPropertiesAndPropertyNames) {
   EXPECT_FALSE(matches(*names, R"({"abc":1})"));
 }
 
+// Between tokens: nothing, one space, or a line break and up to max_whitespace of indentation.
 TEST(JsonSchemaCompiler, WhitespaceIsBoundedAndCompactAllowsNone) {
   auto g = schema(R"({"type": "array"})", {.max_whitespace = 4});
-  EXPECT_TRUE(matches(*g, "[    ]"));
-  EXPECT_FALSE(matches(*g, "[     1]"));
+  EXPECT_TRUE(matches(*g, "[ 1, 2 ]"));
+  EXPECT_TRUE(matches(*g, "[\n    1,\r\n\t2\n]"));
+  EXPECT_FALSE(matches(*g, "[\n     1]"));  // five spaces of indentation
+  EXPECT_FALSE(matches(*g, "[  1]"));       // two spaces without a line break
+  EXPECT_FALSE(matches(*g, "[\n\n1]"));     // a blank line
   auto compact = schema(R"({"type": "object"})", {.compact = true});
   EXPECT_TRUE(matches(*compact, R"({"a":[1,2]})"));
   EXPECT_FALSE(matches(*compact, R"({"a": 1})"));
