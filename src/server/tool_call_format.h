@@ -60,9 +60,12 @@ std::unique_ptr<ToolCallFormat> make_pythonic_format();
 // 9 random letters and digits: Mistral's templates reject any other id.
 std::string mistral_tool_call_id();
 
+// Deeper values are malformed: JSON's writer recurses, and no real call nests this deep.
+constexpr size_t kMaxNesting = 128;
+
 // The extent of the bracketed value (JSON object/array, or a Python literal with ' and "
 // strings) that starts at text[0]: kEnd with its length, kNeedMore while unclosed, kInvalid on
-// a closing bracket that does not match.
+// a closing bracket that does not match or nesting deeper than kMaxNesting.
 RegionScan scan_bracketed(std::string_view text, bool python_strings);
 size_t skip_whitespace(std::string_view text, size_t pos);
 bool is_whitespace(char c);

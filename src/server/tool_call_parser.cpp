@@ -89,7 +89,7 @@ class CallStream {
     switch (state_) {
       case State::kStart:
       case State::kAfterCall:
-        return step_boundary(at_end, out);
+        return step_boundary(at_end);
       case State::kContent:
         return step_content(at_end, out);
       case State::kRegion:
@@ -98,7 +98,7 @@ class CallStream {
     return false;
   }
 
-  bool step_boundary(bool at_end, ToolStreamDelta& out) {
+  bool step_boundary(bool at_end) {
     const bool after_call = state_ == State::kAfterCall;
     size_t pos = 0;
     while (pos < pending_.size() &&
@@ -107,22 +107,19 @@ class CallStream {
       ++pos;
     }
     const std::string_view rest = std::string_view(pending_).substr(pos);
-    // Layout between calls is dropped; whitespace before the first call too.
-    if (starts_with_any(rest, markers_) || starts_with_any(rest, leading_markers_)) {
+    const bool opens_region =
+        starts_with_any(rest, markers_) || starts_with_any(rest, leading_markers_);
+    const bool undecided = !at_end && (rest.empty() || is_prefix_of_any(rest, markers_) ||
+                                       is_prefix_of_any(rest, leading_markers_));
+    if (opens_region) {
+      // The layout before a call is dropped, unless the call turns out malformed.
+      layout_ = pending_.substr(0, pos);
       pending_.erase(0, pos);
       state_ = State::kRegion;
       return true;
     }
-    if (after_call) pending_.erase(0, pos);
-    if (!at_end && (rest.empty() || is_prefix_of_any(rest, markers_) ||
-                    is_prefix_of_any(rest, leading_markers_))) {
-      return false;
-    }
-    if (at_end && rest.empty()) {
-      out.content += pending_;
-      pending_.clear();
-      return false;
-    }
+    if (undecided) return false;
+    if (after_call) pending_.erase(0, pos);  // layout after a call is dropped
     state_ = State::kContent;
     return true;
   }
@@ -150,6 +147,7 @@ class CallStream {
       std::optional<std::vector<ParsedCall>> calls =
           format_.parse(std::string_view(pending_).substr(0, length));
       if (calls && !calls->empty()) {
+        layout_.clear();
         emit(*calls, out);
         pending_.erase(0, length);
         state_ = State::kAfterCall;
@@ -158,6 +156,8 @@ class CallStream {
     }
     // Malformed: the marker is plain text after all; the text after it is read again.
     const size_t marker_length = matched_marker_length();
+    out.content += layout_;
+    layout_.clear();
     out.content.append(pending_, 0, marker_length);
     pending_.erase(0, marker_length);
     state_ = State::kContent;
@@ -187,7 +187,8 @@ class CallStream {
   const ToolCallIdGenerator& make_id_;
   const std::vector<std::string> markers_;
   const std::vector<std::string> leading_markers_;
-  std::string pending_;
+  std::string pending_;  // text not yet sent
+  std::string layout_;   // whitespace dropped before the region being read
   State state_ = State::kStart;
   int next_index_ = 0;
 };
@@ -306,6 +307,7 @@ RegionScan scan_bracketed(std::string_view text, bool python_strings) {
       continue;
     }
     if (c == '{' || c == '[' || (python_strings && c == '(')) {
+      if (closers.size() == kMaxNesting) return RegionScan::invalid();
       closers.push_back(c == '{' ? '}' : c == '[' ? ']' : ')');
     } else if (c == '}' || c == ']' || (python_strings && c == ')')) {
       if (closers.empty() || closers.back() != c) return RegionScan::invalid();

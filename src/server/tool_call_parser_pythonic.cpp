@@ -59,7 +59,7 @@ class PythonReader {
   }
 
   std::optional<Json> value() {
-    if (++depth_ > kMaxDepth) return std::nullopt;
+    if (++depth_ > kMaxNesting) return std::nullopt;
     std::optional<Json> v = read_value();
     --depth_;
     return v;
@@ -71,8 +71,6 @@ class PythonReader {
   }
 
  private:
-  static constexpr int kMaxDepth = 200;
-
   void skip_space() {
     while (pos_ < text_.size() && (is_whitespace(text_[pos_]) || text_[pos_] == '\f')) ++pos_;
   }
@@ -285,7 +283,7 @@ class PythonReader {
 
   std::string_view text_;
   size_t pos_ = 0;
-  int depth_ = 0;
+  size_t depth_ = 0;
 };
 
 class PythonicFormat : public ToolCallFormat {

@@ -91,6 +91,19 @@ std::optional<Json> parse_number(std::string_view text) {
   return Json(value);
 }
 
+// Brackets nested deeper than kMaxNesting (counting those in strings too, to stay simple).
+bool nests_too_deep(std::string_view value) {
+  size_t depth = 0;
+  for (char c : value) {
+    if (c == '[' || c == '{' || c == '(') {
+      if (++depth > kMaxNesting) return true;
+    } else if ((c == ']' || c == '}' || c == ')') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 Json convert_by_type(const std::string& value, const std::string& type) {
   if (type == "string" || type == "str" || type == "text" || type == "varchar" || type == "char" ||
       type == "enum") {
@@ -103,6 +116,7 @@ Json convert_by_type(const std::string& value, const std::string& type) {
   if (type == "boolean" || type == "bool" || type == "binary") {
     return lowercase(trim(value)) == "true";
   }
+  if (nests_too_deep(value)) return value;
   if (type == "object" || type == "array" || type == "arr" ||
       starts_with_any(type, {"dict", "list"})) {
     const Json parsed = Json::parse(value, nullptr, false);

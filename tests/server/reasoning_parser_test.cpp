@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <stdexcept>
 
 namespace pagedllm::server {
@@ -130,6 +131,34 @@ TEST(ReasoningParserQwen3, WithThinkingDisabledTheOutputIsContentUnlessItOpensTh
   EXPECT_FALSE(parser->reasoning_ended());
   expect_split(parser->feed("s is it"), "", "  <this is it");
   EXPECT_TRUE(parser->reasoning_ended());
+}
+
+TEST(ReasoningParserEveryRule, RandomTextsStreamAsTheyParseAndTextWithoutTagsIsKept) {
+  static const std::vector<std::string> pieces = {
+      "<think>", "</think>", "<tool_call>", "<function=f>", "<function ", "<functional", "\n", " ",
+      "x",       "<",        "</thi",       "<thin",        "<tool_c",    "ü",           ">"};
+  std::mt19937 rng(20261126);
+  std::uniform_int_distribution<size_t> count(1, 16), pick(0, pieces.size() - 1), chunk(1, 6);
+  const std::vector<std::pair<std::string, ReasoningParserOptions>> parsers = {
+      {"deepseek_r1", {}}, {"qwen3", {}}, {"qwen3", {.thinking_enabled = false}}};
+  for (int i = 0; i < 400; ++i) {
+    std::string text;
+    for (size_t n = count(rng); n > 0; --n) text += pieces[pick(rng)];
+    for (const auto& [name, options] : parsers) {
+      const ReasoningDelta whole = make_reasoning_parser(name, options)->parse(text);
+      std::vector<std::string_view> split;
+      for (size_t at = 0, n = 0; at < text.size(); at += n) {
+        n = chunk(rng);
+        split.push_back(std::string_view(text).substr(at, n));
+      }
+      ReasoningDelta streamed = stream(*make_reasoning_parser(name, options), split);
+      EXPECT_EQ(streamed.reasoning, whole.reasoning) << name << " on " << text;
+      EXPECT_EQ(streamed.content, whole.content) << name << " on " << text;
+      if (text.find("think>") == std::string::npos) {
+        EXPECT_EQ(whole.reasoning + whole.content, text) << name;
+      }
+    }
+  }
 }
 
 }  // namespace

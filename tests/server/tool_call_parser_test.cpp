@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <stdexcept>
 
 namespace pagedllm::server {
@@ -389,6 +390,88 @@ TEST(ToolCallParserPythonic, ProseAndMalformedCallsStayContent) {
         "See [the docs](https://x.y) here.", "Call [f(a=1)] later"}) {
     expect_only_content(parse_checking_streams("pythonic", text), text);
   }
+}
+
+// --- every format on random texts ---
+
+// Texts stitched from pieces of every format's markup, valid calls, and stray brackets, quotes
+// and whitespace, so that regions open, close, nest and break at every kind of place.
+std::string random_markup_text(std::mt19937& rng) {
+  static const std::vector<std::string> pieces = {
+      "<tool_call>",
+      "</tool_call>",
+      "\n",
+      " ",
+      "{",
+      "}",
+      "[",
+      "]",
+      "(",
+      ")",
+      "\"",
+      "'",
+      "\\",
+      ":",
+      ", ",
+      ";",
+      "\"name\": \"f\"",
+      "\"arguments\": ",
+      "\"parameters\": ",
+      "<function=f>",
+      "</function>",
+      "<parameter=a>",
+      "</parameter>",
+      "1",
+      "x",
+      "ü",
+      "[TOOL_CALLS]",
+      "[ARGS]",
+      "get",
+      "<|python_tag|>",
+      "<|python_start|>",
+      "<|python_end|>",
+      "f(",
+      "a=",
+      "True",
+      "<",
+      "<tool",
+      "{\"name\": \"g\", \"arguments\": {\"k\": [1, \"v\"]}}",
+      "{\"name\": \"h\", \"parameters\": {}}",
+      "g(b='s', c=[1, (2,)])",
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>",
+      "<tool_call>\n<function=f>\n<parameter=a>\n2\n</parameter>\n</function>\n</tool_call>"};
+  std::uniform_int_distribution<size_t> count(1, 24), pick(0, pieces.size() - 1);
+  std::string text;
+  for (size_t n = count(rng); n > 0; --n) text += pieces[pick(rng)];
+  return text;
+}
+
+TEST(ToolCallParserEveryFormat, RandomTextsStreamAsTheyParseAndNothingIsLostWithoutACall) {
+  std::mt19937 rng(20261126);
+  size_t with_calls = 0;
+  for (int i = 0; i < 400; ++i) {
+    const std::string text = random_markup_text(rng);
+    for (const std::string name : {"hermes", "llama3_json", "mistral", "qwen3_xml", "pythonic"}) {
+      const ToolParseResult whole = make(name)->parse(text);
+      std::vector<std::string_view> pieces;
+      std::uniform_int_distribution<size_t> chunk(1, 9);
+      for (size_t at = 0; at < text.size();) {
+        const size_t n = chunk(rng);
+        pieces.push_back(std::string_view(text).substr(at, n));
+        at += n;
+      }
+      expect_same(stream(*make(name), pieces), whole, name + " on " + text);
+      if (whole.tool_calls.empty()) {
+        EXPECT_EQ(whole.content, text) << name;
+      } else {
+        ++with_calls;
+      }
+      for (const ToolCall& call : whole.tool_calls) {
+        EXPECT_TRUE(Json::parse(call.arguments).is_object()) << name << " on " << text;
+      }
+    }
+  }
+  EXPECT_GT(with_calls, 200u);
 }
 
 }  // namespace
