@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace pagedllm::server {
+namespace pagedllm::server::tool_format {
 
 struct ParsedCall {
   std::string name;
@@ -57,6 +57,7 @@ std::unique_ptr<ToolCallFormat> make_pythonic_format();
 
 // Shared helpers of the formats.
 
+std::string random_alphanumerics(size_t count);
 // 9 random letters and digits: Mistral's templates reject any other id.
 std::string mistral_tool_call_id();
 
@@ -79,4 +80,4 @@ std::string compact_json(const nlohmann::ordered_json& value);
 // whole text is not one.
 std::optional<nlohmann::ordered_json> parse_python_literal(std::string_view text);
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::server::tool_format

@@ -4,7 +4,7 @@
 
 #include "server/tool_call_format.h"
 
-namespace pagedllm::server {
+namespace pagedllm::server::tool_format {
 
 using Json = nlohmann::ordered_json;
 
@@ -209,4 +209,4 @@ std::unique_ptr<ToolCallFormat> make_mistral_format() {
   return std::make_unique<MistralFormat>();
 }
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::server::tool_format

@@ -8,7 +8,7 @@
 
 #include "server/tool_call_format.h"
 
-namespace pagedllm::server {
+namespace pagedllm::server::tool_format {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -340,4 +340,4 @@ std::unique_ptr<ToolCallFormat> make_pythonic_format() {
   return std::make_unique<PythonicFormat>();
 }
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::server::tool_format

@@ -18,7 +18,7 @@
 
 #include "server/tool_call_format.h"
 
-namespace pagedllm::server {
+namespace pagedllm::server::tool_format {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -239,4 +239,4 @@ std::unique_ptr<ToolCallFormat> make_qwen3_xml_format(const Json& tools) {
   return std::make_unique<Qwen3XmlFormat>(tools);
 }
 
-}  // namespace pagedllm::server
+}  // namespace pagedllm::server::tool_format
