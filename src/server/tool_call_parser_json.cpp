@@ -1,5 +1,5 @@
 // The formats whose calls are JSON: hermes (Qwen2.5/Qwen3, Hermes), llama3_json (Llama 3.1-4)
-// and mistral (both the JSON-array form and the v11+ `name[ARGS]{...}` form).
+// and mistral (the JSON-array form and the v11+ `name[ARGS]{...}` forms).
 #include <cctype>
 
 #include "server/tool_call_format.h"
@@ -133,7 +133,8 @@ bool is_mistral_name_char(char c) {
 }
 
 // [TOOL_CALLS][{"name": "f", "arguments": {...}}, ...]   (v3 tokenizers)
-// [TOOL_CALLS]f{"a": 1}  and  [TOOL_CALLS]f[ARGS]{"a": 1}, one marker per call (v11+)
+// [TOOL_CALLS]f{"a": 1}, [TOOL_CALLS]f[ARGS]{"a": 1} and [TOOL_CALLS]f[CALL_ID]id[ARGS]{...},
+// one marker per call (v11+ tokenizers; the call id the model may write is not kept)
 class MistralFormat : public ToolCallFormat {
  public:
   std::vector<std::string> markers() const override { return {std::string(kToolCalls)}; }
@@ -144,15 +145,10 @@ class MistralFormat : public ToolCallFormat {
     const char first = region[pos];
     if (first == '[' || first == '{') return scan_marker_then_json(region, pos, first, at_end);
     if (!is_mistral_name_char(first)) return RegionScan::invalid();
-    size_t args = pos;
-    while (args < region.size() && is_mistral_name_char(region[args])) ++args;
-    const std::string_view rest = region.substr(args);
-    if (rest.starts_with(kArgs)) {
-      args += kArgs.size();
-    } else if (rest.empty() || is_proper_prefix(rest, kArgs)) {
-      return at_end ? RegionScan::invalid() : RegionScan::need_more();
-    }
-    return scan_marker_then_json(region, args, '{', at_end);
+    const size_t arguments = skip_name_and_call_id(region, pos);
+    if (arguments == kUndecided) return at_end ? RegionScan::invalid() : RegionScan::need_more();
+    if (arguments == kNotACall) return RegionScan::invalid();
+    return scan_marker_then_json(region, arguments, '{', at_end);
   }
 
   std::optional<std::vector<ParsedCall>> parse(std::string_view region) const override {
@@ -182,18 +178,41 @@ class MistralFormat : public ToolCallFormat {
     return calls;
   }
 
+  static constexpr size_t kUndecided = std::string_view::npos;
+  static constexpr size_t kNotACall = kUndecided - 1;
+
+  static size_t skip_name_chars(std::string_view text, size_t pos) {
+    while (pos < text.size() && is_mistral_name_char(text[pos])) ++pos;
+    return pos;
+  }
+
+  // Where the arguments of `name[CALL_ID]id[ARGS]{...}` start (both bracketed parts optional);
+  // kUndecided while the text so far could still go either way.
+  static size_t skip_name_and_call_id(std::string_view text, size_t name) {
+    size_t pos = skip_name_chars(text, name);
+    std::string_view rest = text.substr(pos);
+    if (rest.starts_with(kCallId)) {
+      pos = skip_name_chars(text, pos + kCallId.size());
+      rest = text.substr(pos);
+      if (rest.empty() || is_proper_prefix(rest, kArgs)) return kUndecided;
+      if (!rest.starts_with(kArgs)) return kNotACall;
+    } else if (rest.empty() || is_proper_prefix(rest, kCallId) || is_proper_prefix(rest, kArgs)) {
+      return kUndecided;
+    }
+    return rest.starts_with(kArgs) ? pos + kArgs.size() : pos;
+  }
+
   static std::optional<std::vector<ParsedCall>> parse_named(std::string_view body) {
-    size_t name_end = 0;
-    while (name_end < body.size() && is_mistral_name_char(body[name_end])) ++name_end;
-    std::string_view rest = body.substr(name_end);
-    if (rest.starts_with(kArgs)) rest.remove_prefix(kArgs.size());
-    const std::optional<Json> arguments = parse_json(rest);
+    const size_t arguments_at = skip_name_and_call_id(body, 0);
+    if (arguments_at >= kNotACall) return std::nullopt;
+    const std::optional<Json> arguments = parse_json(body.substr(arguments_at));
     if (!arguments || !arguments->is_object()) return std::nullopt;
     return std::vector<ParsedCall>{
-        {std::string(body.substr(0, name_end)), compact_json(*arguments)}};
+        {std::string(body.substr(0, skip_name_chars(body, 0))), compact_json(*arguments)}};
   }
 
   static constexpr std::string_view kToolCalls = "[TOOL_CALLS]";
+  static constexpr std::string_view kCallId = "[CALL_ID]";
   static constexpr std::string_view kArgs = "[ARGS]";
 };
 

@@ -271,16 +271,19 @@ TEST(ToolCallParserMistral, ReadsTheNamedFormsOfNewerTokenizers) {
   const ToolParseResult r = parse_checking_streams(
       "mistral",
       "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"Zürich\", \"days\": [1, 2]}[TOOL_CALLS]"
-      "get_time{}");
-  ASSERT_EQ(r.tool_calls.size(), 2u);
+      "get_time{}[TOOL_CALLS]get_news[CALL_ID]a1B2c3D4e[ARGS]{\"topic\": \"ai\"}");
+  ASSERT_EQ(r.tool_calls.size(), 3u);
   expect_call(r, 0, "get_weather", R"({"city":"Zürich","days":[1,2]})");
   expect_call(r, 1, "get_time", "{}");
+  expect_call(r, 2, "get_news", R"({"topic":"ai"})");
   EXPECT_EQ(r.content, "");
 }
 
 TEST(ToolCallParserMistral, MalformedCallsFallBackToTheRawText) {
   const std::string truncated = "[TOOL_CALLS][{\"name\": \"f\", \"arguments\": {\"a\": 1}}";
   expect_only_content(parse_checking_streams("mistral", truncated), truncated);
+  const std::string bad_call_id = "[TOOL_CALLS]f[CALL_ID]x{\"a\": 1}";
+  expect_only_content(parse_checking_streams("mistral", bad_call_id), bad_call_id);
   const std::string no_args = "[TOOL_CALLS]get_weather[ARGS]";
   expect_only_content(parse_checking_streams("mistral", no_args), no_args);
   const std::string mismatched = "[TOOL_CALLS][{\"name\": \"f\"]] and more";
