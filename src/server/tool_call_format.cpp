@@ -26,6 +26,13 @@ size_t skip_whitespace(std::string_view text, size_t pos) {
   return pos;
 }
 
+std::string_view trim_whitespace(std::string_view text) {
+  const size_t begin = skip_whitespace(text, 0);
+  size_t end = text.size();
+  while (end > begin && is_whitespace(text[end - 1])) --end;
+  return text.substr(begin, end - begin);
+}
+
 bool is_proper_prefix(std::string_view text, std::string_view word) {
   return text.size() < word.size() && word.starts_with(text);
 }

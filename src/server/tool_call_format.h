@@ -54,6 +54,7 @@ std::unique_ptr<ToolCallFormat> make_llama3_json_format();
 std::unique_ptr<ToolCallFormat> make_mistral_format();
 std::unique_ptr<ToolCallFormat> make_qwen3_xml_format(const nlohmann::ordered_json& tools);
 std::unique_ptr<ToolCallFormat> make_pythonic_format();
+std::unique_ptr<ToolCallFormat> make_deepseek_format();
 
 // Shared helpers of the formats.
 
@@ -69,6 +70,7 @@ constexpr size_t kMaxNesting = 128;
 // a closing bracket that does not match or nesting deeper than kMaxNesting.
 RegionScan scan_bracketed(std::string_view text, bool python_strings);
 size_t skip_whitespace(std::string_view text, size_t pos);
+std::string_view trim_whitespace(std::string_view text);
 bool is_whitespace(char c);
 // True when text is a proper prefix of word (so more text could still complete it).
 bool is_proper_prefix(std::string_view text, std::string_view word);

@@ -231,6 +231,8 @@ const std::vector<RegisteredFormat>& registered_formats() {
       {"qwen3_coder", [](const nlohmann::ordered_json& t) { return make_qwen3_xml_format(t); }},
       {"pythonic", [](const nlohmann::ordered_json&) { return make_pythonic_format(); }},
       {"llama4_pythonic", [](const nlohmann::ordered_json&) { return make_pythonic_format(); }},
+      {"deepseek_v3", [](const nlohmann::ordered_json&) { return make_deepseek_format(); }},
+      {"deepseek_v31", [](const nlohmann::ordered_json&) { return make_deepseek_format(); }},
   };
   return formats;
 }

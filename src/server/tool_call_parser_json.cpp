@@ -60,13 +60,6 @@ RegionScan scan_marker_then_json(std::string_view region, size_t marker_length, 
   return at_end ? RegionScan::invalid() : value;
 }
 
-std::string_view trim(std::string_view text) {
-  const size_t begin = skip_whitespace(text, 0);
-  size_t end = text.size();
-  while (end > begin && is_whitespace(text[end - 1])) --end;
-  return text.substr(begin, end - begin);
-}
-
 // <tool_call>\n{"name": "f", "arguments": {...}}\n</tool_call>; the closing tag may be missing
 // at the end of the output.
 class HermesFormat : public ToolCallFormat {
@@ -87,7 +80,7 @@ class HermesFormat : public ToolCallFormat {
 
   std::optional<std::vector<ParsedCall>> parse(std::string_view region) const override {
     std::string_view body = region.substr(kOpen.size());
-    body = trim(body);
+    body = trim_whitespace(body);
     if (body.ends_with(kClose)) body.remove_suffix(kClose.size());
     const std::optional<Json> object = parse_json(body);
     if (!object) return std::nullopt;
@@ -152,7 +145,7 @@ class MistralFormat : public ToolCallFormat {
   }
 
   std::optional<std::vector<ParsedCall>> parse(std::string_view region) const override {
-    const std::string_view body = trim(region.substr(kToolCalls.size()));
+    const std::string_view body = trim_whitespace(region.substr(kToolCalls.size()));
     if (body.starts_with('[')) return parse_array(body);
     if (body.starts_with('{')) {
       const std::optional<Json> object = parse_json(body);

@@ -38,19 +38,12 @@ std::string lowercase(std::string_view text) {
   return out;
 }
 
-std::string_view trim(std::string_view text) {
-  const size_t begin = skip_whitespace(text, 0);
-  size_t end = text.size();
-  while (end > begin && is_whitespace(text[end - 1])) --end;
-  return text.substr(begin, end - begin);
-}
-
 // The schema's type name for a parameter, lowercased; "string" when it has none. Of a type
 // list such as ["integer", "null"], the first that is not "null".
 std::string parameter_type(const Json& schema) {
   if (!schema.is_object() || !schema.contains("type")) return "string";
   const Json& type = schema["type"];
-  if (type.is_string()) return lowercase(trim(type.get<std::string>()));
+  if (type.is_string()) return lowercase(trim_whitespace(type.get<std::string>()));
   if (type.is_array()) {
     for (const Json& t : type) {
       if (t.is_string() && t.get<std::string>() != "null") return lowercase(t.get<std::string>());
@@ -67,7 +60,7 @@ bool starts_with_any(std::string_view text, std::initializer_list<std::string_vi
 }
 
 std::optional<Json> parse_integer(std::string_view text) {
-  text = trim(text);
+  text = trim_whitespace(text);
   if (text.starts_with('+')) text.remove_prefix(1);
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -79,7 +72,7 @@ std::optional<Json> parse_integer(std::string_view text) {
 
 // A number; an integral one as an integer, as vLLM writes it.
 std::optional<Json> parse_number(std::string_view text) {
-  const std::string digits(trim(text));
+  const std::string digits(trim_whitespace(text));
   char* end = nullptr;
   const double value = std::strtod(digits.c_str(), &end);
   if (digits.empty() || end != digits.c_str() + digits.size() || !std::isfinite(value)) {
@@ -114,7 +107,7 @@ Json convert_by_type(const std::string& value, const std::string& type) {
   }
   if (starts_with_any(type, {"num", "float"})) return parse_number(value).value_or(Json(value));
   if (type == "boolean" || type == "bool" || type == "binary") {
-    return lowercase(trim(value)) == "true";
+    return lowercase(trim_whitespace(value)) == "true";
   }
   if (nests_too_deep(value)) return value;
   if (type == "object" || type == "array" || type == "arr" ||
@@ -164,8 +157,8 @@ class Qwen3XmlFormat : public ToolCallFormat {
       if (name_end == std::string_view::npos || end == std::string_view::npos || end < name_end) {
         return std::nullopt;
       }
-      const std::string name(
-          trim(region.substr(pos + kFunction.size(), name_end - pos - kFunction.size())));
+      const std::string name(trim_whitespace(
+          region.substr(pos + kFunction.size(), name_end - pos - kFunction.size())));
       if (name.empty()) return std::nullopt;
       const Json arguments = read_parameters(name, region.substr(name_end + 1, end - name_end - 1));
       calls.push_back({name, compact_json(arguments)});
@@ -191,8 +184,8 @@ class Qwen3XmlFormat : public ToolCallFormat {
     while ((pos = body.find(kParameter, pos)) != std::string_view::npos) {
       const size_t name_end = body.find('>', pos);
       if (name_end == std::string_view::npos) break;
-      const std::string name(
-          trim(body.substr(pos + kParameter.size(), name_end - pos - kParameter.size())));
+      const std::string name(trim_whitespace(
+          body.substr(pos + kParameter.size(), name_end - pos - kParameter.size())));
       const size_t value_begin = name_end + 1;
       const size_t closed = body.find(kParameterEnd, value_begin);
       const size_t value_end = std::min({closed, body.find(kParameter, value_begin), body.size()});

@@ -21,7 +21,7 @@ struct TemplateCase {
   std::string file;
   std::string tool_parser;
   std::string reasoning_parser;  // empty: none
-  std::string turn_start;        // the assistant turn's text follows its last occurrence
+  std::string turn_start;        // the assistant turn's text follows it, after the user's
   std::string turn_end;          // and ends before this
   size_t calls;                  // how many calls the template accepts in one turn
 };
@@ -58,7 +58,7 @@ std::string assistant_turn(const TemplateCase& c, size_t num_calls) {
   inputs.eos_token = "</s>";
   inputs.date = "2026-01-02";
   const std::string text = ChatTemplate(source.str()).render(inputs);
-  const size_t start = text.rfind(c.turn_start);
+  const size_t start = text.find(c.turn_start, text.find("Weather and time?"));
   EXPECT_NE(start, std::string::npos) << c.file;
   if (start == std::string::npos) return "";
   const std::string turn = text.substr(start + c.turn_start.size());
@@ -82,6 +82,10 @@ TEST(ToolCallParserTemplates, ReadBackTheCallsEachModelsTemplateWrites) {
        "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>", 1},
       {"meta-llama-Llama-3.3-70B-Instruct.jinja", "llama3_json", "",
        "<|start_header_id|>assistant<|end_header_id|>\n\n", "<|eot_id|>", 1},
+      {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_v3", "", "<｜Assistant｜>",
+       "<｜end▁of▁sentence｜>", 2},
+      {"deepseek-ai-DeepSeek-V3.1.jinja", "deepseek_v31", "deepseek_r1", "<｜Assistant｜>",
+       "<｜end▁of▁sentence｜>", 2},
   };
   for (const TemplateCase& c : cases) {
     const std::string turn = assistant_turn(c, c.calls);
