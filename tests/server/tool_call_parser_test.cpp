@@ -521,5 +521,20 @@ TEST(ToolCallParserEveryFormat, RandomTextsStreamAsTheyParseAndNothingIsLostWith
   EXPECT_GT(with_calls, 150u);
 }
 
+TEST(ToolCallParserEveryFormat, DeepNestingIsMalformedRatherThanACrash) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::string hermes =
+      "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": " + deep + "}}\n</tool_call>";
+  expect_only_content(make("hermes")->parse(hermes), hermes);
+  const std::string pythonic = "[f(a=" + deep + ")]";
+  expect_only_content(make("pythonic")->parse(pythonic), pythonic);
+  const ToolParseResult xml =
+      make("qwen3_xml", weather_tools())
+          ->parse("<tool_call>\n<function=get_weather>\n<parameter=tags>\n" + deep +
+                  "\n</parameter>\n</function>\n</tool_call>");
+  ASSERT_EQ(xml.tool_calls.size(), 1u);
+  EXPECT_EQ(Json::parse(xml.tool_calls[0].arguments)["tags"], deep);  // kept as a string
+}
+
 }  // namespace
 }  // namespace pagedllm::server
