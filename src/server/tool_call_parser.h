@@ -1,6 +1,6 @@
 // Tool-call parsers: find the function calls a model wrote into its text, in the formats vLLM's
-// `--tool-call-parser` names (hermes, llama3_json, mistral, qwen3_xml, pythonic). docs/TOOLS.md
-// describes each format.
+// `--tool-call-parser` names (hermes, llama3_json, mistral, qwen3_xml, pythonic, deepseek_v3 and
+// aliases). docs/TOOLS.md describes each format.
 //
 // One parser serves one response choice, either whole (parse) or streamed (feed ... finish).
 // Streaming holds back text that may be the start of a call marker, and sends a call only once
