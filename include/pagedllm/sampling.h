@@ -23,6 +23,9 @@ struct StructuredOutputs {
   // additionalProperties false unless the schema says otherwise (vLLM's
   // disable_additional_properties); the specification's default is true.
   bool disable_additional_properties = false;
+  // The constraint starts once the output holds these tokens (a reasoning model's end of
+  // thinking, e.g. the ids of "</think>"), and applies to what follows; empty: from the start.
+  std::vector<int32_t> start_after;
 };
 
 // Per-request generation settings, with vLLM's names and defaults.

@@ -21,6 +21,8 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_serving.h"
+#include "server/reasoning_parser.h"
+#include "server/tool_call_parser.h"
 #include "util/log.h"
 
 namespace pagedllm::cli {
@@ -39,7 +41,18 @@ struct ServeOptions {
   double log_stats_interval_s = 5;
   std::string log_level = "info";
   bool no_webui = false;
+  std::string tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  std::string reasoning_parser;
 };
+
+// The parser names exist, and auto tool choice has a parser: checked before the model loads.
+void check_parser_flags(const ServeOptions& o) {
+  if (o.enable_auto_tool_choice && o.tool_call_parser.empty())
+    throw std::runtime_error("--enable-auto-tool-choice needs --tool-call-parser");
+  if (!o.tool_call_parser.empty()) server::make_tool_call_parser(o.tool_call_parser, nullptr);
+  if (!o.reasoning_parser.empty()) server::make_reasoning_parser(o.reasoning_parser);
+}
 
 // SIGINT/SIGTERM are blocked in every thread and taken by sigwait on the main thread, so a
 // signal never lands inside the engine or a socket call.
@@ -99,6 +112,7 @@ int run_serve(ServeOptions& o) {
     throw std::runtime_error(o.engine.model + ": no such file or directory");
   }
   if (!o.chat_template.empty()) server::OpenAIServing::load_chat_template_file(o.chat_template);
+  check_parser_flags(o);
   const std::string name = o.served_model_name.empty()
                                ? std::filesystem::path(o.engine.model).filename().string()
                                : o.served_model_name;
@@ -122,9 +136,18 @@ int run_serve(ServeOptions& o) {
   // A failed step (a tensor-parallel rank died or hangs) has answered its requests with 503;
   // the server then shuts down as on SIGTERM, and exits non-zero below.
   async_engine.on_engine_failure([](const std::string&) { kill(getpid(), SIGTERM); });
-  server::OpenAIServing serving(engine, async_engine,
-                                {name, o.engine.model, o.chat_template, o.preprocess_timeout_s});
+  server::OpenAIServing serving(
+      engine, async_engine,
+      {name, o.engine.model, o.chat_template, o.preprocess_timeout_s, o.tool_call_parser,
+       o.enable_auto_tool_choice, o.reasoning_parser});
   http.attach(serving);
+  if (!o.tool_call_parser.empty() || !o.reasoning_parser.empty()) {
+    log_info("server",
+             "tool calls: " +
+                 (o.enable_auto_tool_choice ? "auto with the " + o.tool_call_parser + " parser"
+                                            : std::string("forced only")) +
+                 "; reasoning: " + (o.reasoning_parser.empty() ? "none" : o.reasoning_parser));
+  }
   log_info("server",
            std::string("chat template: ") +
                (serving.has_chat_template() ? "yes" : "none (chat completions answer 400)"));
@@ -216,6 +239,23 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "work at once); 0: no limit")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  auto names = [](const std::vector<std::string>& list) {
+    std::string joined;
+    for (const std::string& n : list) joined += (joined.empty() ? "" : ", ") + n;
+    return joined;
+  };
+  cmd->add_option("--tool-call-parser", o->tool_call_parser,
+                  "How tool calls are read from the model's text with tool_choice \"auto\" (" +
+                      names(server::tool_call_parser_names()) + "; docs/TOOLS.md)");
+  cmd->add_flag("--enable-auto-tool-choice", o->enable_auto_tool_choice,
+                "Let the model decide to call tools (tool_choice \"auto\"), read with "
+                "--tool-call-parser; without it tools reach the template and answers stay "
+                "content, and \"required\" or a named function are forced by a grammar either "
+                "way");
+  cmd->add_option("--reasoning-parser", o->reasoning_parser,
+                  "Put a thinking model's <think>...</think> in the message's reasoning field (" +
+                      names(server::reasoning_parser_names()) +
+                      "); a structured output then constrains the answer after it");
   cmd->add_flag("--no-webui", o->no_webui,
                 "Do not serve the chat page at / (the API is unchanged)");
   cmd->add_option("--log-stats-interval", o->log_stats_interval_s,

@@ -32,7 +32,8 @@ json to_json(const StructuredOutputs& s) {
           {"grammar", optional_to_json(s.grammar)},
           {"json_object", s.json_object},
           {"disable_any_whitespace", s.disable_any_whitespace},
-          {"disable_additional_properties", s.disable_additional_properties}};
+          {"disable_additional_properties", s.disable_additional_properties},
+          {"start_after", s.start_after}};
 }
 
 StructuredOutputs structured_outputs_from(const json& j) {
@@ -44,6 +45,7 @@ StructuredOutputs structured_outputs_from(const json& j) {
   s.json_object = j.at("json_object").get<bool>();
   s.disable_any_whitespace = j.at("disable_any_whitespace").get<bool>();
   s.disable_additional_properties = j.at("disable_additional_properties").get<bool>();
+  s.start_after = j.at("start_after").get<std::vector<int32_t>>();
   return s;
 }
 

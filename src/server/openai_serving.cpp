@@ -174,28 +174,16 @@ class CompletionStream : public JobStream {
   std::vector<bool> echoed_;
 };
 
-// Both deltas' fields in one: content appended, tool calls listed in order.
-ojson merged_delta(ojson a, const ojson& b) {
-  for (auto it = b.begin(); it != b.end(); ++it) {
-    if (!a.contains(it.key())) {
-      a[it.key()] = it.value();
-    } else if (it.value().is_string()) {
-      a[it.key()] = a[it.key()].get<std::string>() + it.value().get<std::string>();
-    } else if (it.value().is_array()) {
-      for (const ojson& v : it.value()) a[it.key()].push_back(v);
-    }
-  }
-  return a;
-}
-
 // The stream of /v1/chat/completions chunks: a role chunk per choice, then content or tool-call
 // deltas.
 class ChatStream : public JobStream {
  public:
-  ChatStream(std::unique_ptr<GenerationJob> job, ChatRequest request, ojson base)
+  ChatStream(std::unique_ptr<GenerationJob> job, ChatRequest request, ojson base,
+             const ChatOutputOptions& output)
       : JobStream(std::move(job), request.include_usage, std::move(base)),
-        request_(std::move(request)),
-        outputs_(job_->num_choices(), ChatOutput(request_.tool_choice)) {}
+        request_(std::move(request)) {
+    for (size_t i = 0; i < job_->num_choices(); ++i) outputs_.emplace_back(output);
+  }
 
   bool next(std::string& out) override {
     if (ended_) return false;
@@ -207,8 +195,7 @@ class ChatStream : public JobStream {
     for (auto& u : job_->poll(kPollInterval)) {
       const ChoiceStream& c = job_->choice(u.choice);
       ChatOutput& output = outputs_[u.choice];
-      ojson delta = output.feed(u.delta.text);
-      if (u.delta.finished) delta = merged_delta(std::move(delta), output.finish());
+      ojson delta = output.feed(u.delta.text, u.delta.finished);
       if (delta.empty() && u.delta.logprobs.empty() && !u.delta.finished) continue;
       out +=
           chunk(u.choice, std::move(delta),
@@ -418,16 +405,47 @@ PreparedPrompt OpenAIServing::prepare_chat_prompt(const ChatRequest& r) const {
   return prepare(tok.encode(prompt, r.add_special_tokens), prompt, r, engine_, true);
 }
 
-ApiResponse OpenAIServing::chat_completions(const std::string& body) {
-  ChatRequest r = parse_chat_request(parse_json_body(body));
-  check_model(r.model);
-  warn_ignored(r.ignored);
+ChatOutputOptions OpenAIServing::chat_output_options(const ChatRequest& r) const {
+  ChatOutputOptions o;
+  o.tool_choice = r.tool_choice;
+  o.tools = r.tools;
+  o.reasoning_parser = options_.reasoning_parser;
+  if (r.template_kwargs.is_object()) {
+    auto it = r.template_kwargs.find("enable_thinking");
+    if (it != r.template_kwargs.end() && it->is_boolean()) o.thinking_enabled = it->get<bool>();
+  }
+  const bool auto_calls = options_.enable_auto_tool_choice && !options_.tool_call_parser.empty();
+  if (r.tool_choice.mode == ToolChoice::Mode::kAuto) {
+    // As vLLM: an explicit "auto" needs a parser; tools without tool_choice are rendered into
+    // the prompt and the answer stays content.
+    if (r.tool_choice.given && !auto_calls)
+      throw bad_request(
+          "\"auto\" tool choice requires the server to run with --enable-auto-tool-choice and "
+          "--tool-call-parser",
+          "tool_choice");
+    if (auto_calls) o.tool_call_parser = options_.tool_call_parser;
+  }
+  return o;
+}
+
+void OpenAIServing::constrain_chat_output(ChatRequest& r, const ChatOutputOptions& output) const {
   if (r.tool_choice.mode == ToolChoice::Mode::kRequired ||
       r.tool_choice.mode == ToolChoice::Mode::kNamed) {
     r.params.structured_outputs =
         tool_call_constraint(r.tool_choice, r.tools, r.parallel_tool_calls);
     r.structured_param = "tools";
   }
+  // A model that thinks first is free until its reasoning ends; the constraint is the answer's.
+  if (r.params.structured_outputs && !output.reasoning_parser.empty() && output.thinking_enabled)
+    r.params.structured_outputs->start_after = engine_.tokenizer().encode("</think>", false);
+}
+
+ApiResponse OpenAIServing::chat_completions(const std::string& body) {
+  ChatRequest r = parse_chat_request(parse_json_body(body));
+  check_model(r.model);
+  warn_ignored(r.ignored);
+  const ChatOutputOptions output = chat_output_options(r);
+  constrain_chat_output(r, output);
   compile_structured_outputs(r);
   const Tokenizer& tok = engine_.tokenizer();
   std::vector<PreparedPrompt> prompts;
@@ -438,16 +456,17 @@ ApiResponse OpenAIServing::chat_completions(const std::string& body) {
                         options_.served_model_name);
   if (r.stream) {
     job->start();
-    auto stream = std::make_shared<ChatStream>(std::move(job), std::move(r), std::move(base));
+    auto stream =
+        std::make_shared<ChatStream>(std::move(job), std::move(r), std::move(base), output);
     return ApiResponse{200, "text/event-stream", {}, std::move(stream)};
   }
   run_to_end(*job);
   return full_response(*job, r.n, std::move(base), [&](size_t, const ChoiceStream& c) {
-    ChatOutput output(r.tool_choice);
-    ojson message = output.message(c.text());
+    ChatOutput choice(output);
+    ojson message = choice.message(c.text());
     return ojson{{"message", std::move(message)},
                  {"logprobs", r.top_logprobs ? chat_logprobs_json(c.logprobs()) : ojson(nullptr)},
-                 {"finish_reason", output.finish_reason(c.finish_reason())}};
+                 {"finish_reason", choice.finish_reason(c.finish_reason())}};
   });
 }
 

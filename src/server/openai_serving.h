@@ -11,6 +11,7 @@
 #include "chat/chat_template.h"
 #include "pagedllm/engine.h"
 #include "server/async_engine.h"
+#include "server/chat_output.h"
 #include "server/generation_job.h"
 #include "server/openai_request.h"
 #include "util/interrupt.h"
@@ -41,6 +42,10 @@ struct ServingOptions {
   // Longest a request may spend being prepared (chat template, tokenization, detokenization
   // for echo) before it is refused with 400; 0: no limit.
   double preprocess_timeout_s = 30;
+  // vLLM's --tool-call-parser, --enable-auto-tool-choice and --reasoning-parser (docs/TOOLS.md).
+  std::string tool_call_parser;
+  bool enable_auto_tool_choice = false;
+  std::string reasoning_parser;
 };
 
 class OpenAIServing {
@@ -66,6 +71,11 @@ class OpenAIServing {
                           const nlohmann::ordered_json& tools, const nlohmann::ordered_json& kwargs,
                           bool add_generation_prompt, bool continue_final_message) const;
   void check_model(const std::string& model) const;
+  // How the request's choices become messages; 400 for tool_choice "auto" without the flags.
+  ChatOutputOptions chat_output_options(const ChatRequest& r) const;
+  // The request's output constraint: a forced tool call's, and after the reasoning of a model
+  // that thinks first.
+  void constrain_chat_output(ChatRequest& r, const ChatOutputOptions& output) const;
   // Compiles the request's output constraint now, on this thread: 400 when it does not.
   void compile_structured_outputs(const GenerationRequest& r) const;
   std::vector<PreparedPrompt> prepare_prompts(const CompletionRequest& r) const;

@@ -1,5 +1,7 @@
 #include "worker/grammar_masks.h"
 
+#include <algorithm>
+#include <span>
 #include <stdexcept>
 #include <string>
 
@@ -72,17 +74,38 @@ void GrammarMasks::compute_row(CachedRequestState& s, int first, int end) {
   s.matcher->rollback(walked);
 }
 
+// Where the constrained output begins: at once, or after the start_after tokens (the end of a
+// reasoning model's thinking); -1 while they have not appeared.
+int GrammarMasks::constraint_start(CachedRequestState& s) {
+  if (s.constraint_start >= 0) return s.constraint_start;
+  const std::vector<int32_t>& marker = s.sampling_params.structured_outputs->start_after;
+  const auto outputs =
+      std::span<const int32_t>(s.token_ids).subspan(static_cast<size_t>(s.num_prompt_tokens));
+  if (marker.empty()) return s.constraint_start = 0;
+  const auto found = std::search(outputs.begin() + s.constraint_scanned, outputs.end(),
+                                 marker.begin(), marker.end());
+  if (found != outputs.end())
+    return s.constraint_start = static_cast<int>(found - outputs.begin() + marker.size());
+  // Next time, look again from where a marker cut by the end could start.
+  s.constraint_scanned = static_cast<int>(std::max<ptrdiff_t>(
+      0, static_cast<ptrdiff_t>(outputs.size()) - static_cast<ptrdiff_t>(marker.size()) + 1));
+  return -1;
+}
+
 // Makes the matcher (first time) and moves it past the outputs it has not seen: all of them for
 // a new matcher, none in an ordinary step (sampling advanced it).
 void GrammarMasks::catch_up(CachedRequestState& s) {
-  const size_t outputs = s.token_ids.size() - static_cast<size_t>(s.num_prompt_tokens);
+  const int start = constraint_start(s);
+  if (start < 0) return;
+  const size_t outputs =
+      s.token_ids.size() - static_cast<size_t>(s.num_prompt_tokens) - static_cast<size_t>(start);
   if (!s.matcher) {
     s.matcher = std::make_shared<structured::GrammarMatcher>(
         grammars_->get(*s.sampling_params.structured_outputs));
   }
   if (s.matcher->num_accepted() > outputs) s.matcher->rollback(s.matcher->num_accepted() - outputs);
   for (size_t k = s.matcher->num_accepted(); k < outputs; ++k) {
-    accept(s, s.token_ids[static_cast<size_t>(s.num_prompt_tokens) + k]);
+    accept(s, s.token_ids[static_cast<size_t>(s.num_prompt_tokens + start) + k]);
     if (!s.matcher) return;
   }
 }

@@ -40,6 +40,7 @@ class GrammarMasks {
   void compute(const InputBatch& batch, const ModelInputs& in);
   void compute_row(CachedRequestState& s, int first, int end);
   void catch_up(CachedRequestState& s);
+  static int constraint_start(CachedRequestState& s);
 
   std::shared_ptr<structured::TokenGrammarCache> grammars_;
   size_t words_ = 0;

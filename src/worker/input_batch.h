@@ -40,6 +40,10 @@ struct CachedRequestState {
   // Structured outputs: where the output stands in its grammar; made on the first step that
   // samples (only the sampling rank needs it).
   std::shared_ptr<structured::GrammarMatcher> matcher;
+  // Where the constrained part of the output begins (after structured_outputs->start_after);
+  // -1 while it has not been seen (searched up to constraint_scanned).
+  int constraint_start = -1;
+  int constraint_scanned = 0;
 };
 
 class InputBatch {

@@ -93,6 +93,8 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
     s.drafts.clear();
     s.draft_length = DraftLength(config_.speculative.num_speculative_tokens);
     s.matcher.reset();
+    s.constraint_start = -1;
+    s.constraint_scanned = 0;
     to_add.push_back(&s);
   }
   cursor = 0;

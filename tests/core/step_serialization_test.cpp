@@ -27,6 +27,7 @@ SchedulerOutput full_scheduler_output() {
   p.structured_outputs = StructuredOutputs{};
   p.structured_outputs->choice = std::vector<std::string>{"yes", "no"};
   p.structured_outputs->disable_any_whitespace = true;
+  p.structured_outputs->start_after = {7, 8};
   SchedulerOutput out;
   out.scheduled_new_reqs.push_back({"new-1", {1, 2, 3, 4}, p, {7, 8}, 16, 2});
   out.scheduled_new_reqs.push_back({"new-2", {9}, SamplingParams{}, {3}, 0, std::nullopt});
@@ -63,6 +64,7 @@ void expect_same_params(const SamplingParams& a, const SamplingParams& b) {
   EXPECT_EQ(x.json_object, y.json_object);
   EXPECT_EQ(x.disable_any_whitespace, y.disable_any_whitespace);
   EXPECT_EQ(x.disable_additional_properties, y.disable_additional_properties);
+  EXPECT_EQ(x.start_after, y.start_after);
 }
 
 TEST(StepSerialization, SchedulerOutputRoundTripsEveryField) {

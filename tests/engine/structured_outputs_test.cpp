@@ -266,3 +266,38 @@ TEST(StructuredOutputs, GreedyTokensUnderSpeculationEqualThoseWithout) {
 
 }  // namespace
 }  // namespace pagedllm
+
+namespace pagedllm {
+namespace {
+
+// A reasoning model's constraint starts after its end of thinking: the tokens up to and
+// including the marker are the model's own, what follows is in the grammar.
+TEST(StructuredOutputs, TheConstraintStartsAfterTheMarkerTokens) {
+  EngineOptions o;
+  o.model = test::model_path("stories260K/stories260K.gguf");
+  o.threads = 2;
+  Engine engine(o);
+  SamplingParams free_text;
+  free_text.temperature = 0;
+  free_text.max_tokens = 12;
+  const std::vector<int32_t> own =
+      engine.generate(std::vector<std::string>{"Once upon a time"}, free_text)[0].token_ids;
+  ASSERT_EQ(own.size(), 12u);
+  SamplingParams p = free_text;
+  p.max_tokens = 40;
+  p.structured_outputs = StructuredOutputs{};
+  p.structured_outputs->regex = "[0-9]{1,3}!";
+  p.structured_outputs->start_after = {own[4], own[5]};
+  const RequestOutput out = engine.generate(std::vector<std::string>{"Once upon a time"}, p)[0];
+  ASSERT_GE(out.token_ids.size(), 7u);
+  EXPECT_EQ(std::vector<int32_t>(out.token_ids.begin(), out.token_ids.begin() + 6),
+            std::vector<int32_t>(own.begin(), own.begin() + 6));
+  const std::string head = engine.decode(std::vector<int32_t>(own.begin(), own.begin() + 6));
+  ASSERT_EQ(out.text.rfind(head, 0), 0u) << out.text;
+  EXPECT_TRUE(std::regex_match(out.text.substr(head.size()), std::regex("[0-9]{1,3}!")))
+      << out.text;
+  EXPECT_EQ(out.finish_reason, "stop");
+}
+
+}  // namespace
+}  // namespace pagedllm

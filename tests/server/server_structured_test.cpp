@@ -210,6 +210,8 @@ TEST_F(ServerStructured, BadConstraintsAreRefusedWith400AndTheServerGoesOn) {
       {R"({"tools": [{"type": "function", "function": {"description": "no name"}}]})", "tools",
        "name"},
       {R"({"tool_choice": "required"})", "tool_choice", "needs tools"},
+      {R"({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "auto"})",
+       "tool_choice", "--enable-auto-tool-choice"},
       {R"({"response_format": {"type": "yaml"}})", "response_format", "yaml"},
   };
   for (const Case& c : cases) {
@@ -221,6 +223,114 @@ TEST_F(ServerStructured, BadConstraintsAreRefusedWith400AndTheServerGoesOn) {
   }
   const HttpReply ok = post(*server_, "/v1/chat/completions", chat({{"max_tokens", 5}}));
   EXPECT_EQ(ok.status, 200);
+}
+
+}  // namespace
+}  // namespace pagedllm::test
+
+namespace pagedllm::test {
+namespace {
+
+// With --enable-auto-tool-choice the parser reads calls from what the model wrote; here a
+// grammar makes the story model write Hermes-style calls, so the reading is what is tested.
+class ServerAutoTools : public testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    server_ =
+        new ServerProcess("--model " + stories_gguf() + " --chat-template " + chatml_template() +
+                          " --threads 1 --enable-auto-tool-choice --tool-call-parser "
+                          "hermes --reasoning-parser deepseek_r1");
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  static ServerProcess* server_;
+};
+ServerProcess* ServerAutoTools::server_ = nullptr;
+
+const char* kHermesCall =
+    R"(</think>Let me look\.<tool_call>\n\{"name": "get_weather", "arguments": \{"city": "Paris", )"
+    R"("unit": "celsius"\}\}\n</tool_call>)";
+
+ojson auto_tools_body(bool stream) {
+  return {{"messages", {{{"role", "user"}, {"content", "Weather in Paris?"}}}},
+          {"tools", {kWeatherTool}},
+          {"tool_choice", "auto"},
+          {"guided_regex", kHermesCall},
+          {"chat_template_kwargs", {{"enable_thinking", false}}},
+          {"max_tokens", 200},
+          {"stream", stream}};
+}
+
+TEST_F(ServerAutoTools, CallsTheModelWritesComeBackAsToolCalls) {
+  const HttpReply r = post(*server_, "/v1/chat/completions", auto_tools_body(false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const ojson& choice = r.json["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls") << r.body;
+  // deepseek_r1: what comes before </think> is reasoning (nothing here), the rest content.
+  EXPECT_FALSE(choice["message"].contains("reasoning")) << r.body;
+  EXPECT_EQ(choice["message"]["content"], "Let me look.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u) << r.body;
+  const ojson& call = choice["message"]["tool_calls"][0];
+  EXPECT_EQ(call["function"]["name"], "get_weather");
+  EXPECT_EQ(ojson::parse(call["function"]["arguments"].get<std::string>()),
+            ojson({{"city", "Paris"}, {"unit", "celsius"}}));
+
+  const StreamReply s = post_stream(*server_, "/v1/chat/completions", auto_tools_body(true));
+  std::string content, arguments, name, finish;
+  for (const ojson& e : s.events) {
+    for (const ojson& c : e["choices"]) {
+      content += c["delta"].value("content", "");
+      if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+      for (const ojson& t : c["delta"].value("tool_calls", ojson::array())) {
+        if (t.contains("id")) name = t["function"]["name"];
+        arguments += t["function"].value("arguments", "");
+      }
+    }
+  }
+  EXPECT_EQ(content, "Let me look.");  // no markup leaks into the content
+  EXPECT_EQ(name, "get_weather");
+  EXPECT_EQ(arguments, call["function"]["arguments"]);
+  EXPECT_EQ(finish, "tool_calls");
+}
+
+TEST_F(ServerAutoTools, ReasoningIsSeparatedWholeAndStreamed) {
+  ojson body = {{"messages", {{{"role", "user"}, {"content", "Think first."}}}},
+                {"guided_regex", "Hmm, a story\\.</think>Once upon a time\\."},
+                {"chat_template_kwargs", {{"enable_thinking", false}}},
+                {"max_tokens", 100}};
+  const HttpReply r = post(*server_, "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const ojson& message = r.json["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning"], "Hmm, a story.");
+  EXPECT_EQ(message["reasoning_content"], "Hmm, a story.");
+  EXPECT_EQ(message["content"], "Once upon a time.");
+  body["stream"] = true;
+  std::string reasoning, content;
+  for (const ojson& e : post_stream(*server_, "/v1/chat/completions", body).events) {
+    for (const ojson& c : e["choices"]) {
+      reasoning += c["delta"].value("reasoning", "");
+      content += c["delta"].value("content", "");
+    }
+  }
+  EXPECT_EQ(reasoning, "Hmm, a story.");
+  EXPECT_EQ(content, "Once upon a time.");
+}
+
+TEST(ServeParserFlags, UnknownParsersAndAutoWithoutAParserStopTheServerWithOneLine) {
+  for (const char* flags :
+       {"--tool-call-parser nope", "--reasoning-parser nope", "--enable-auto-tool-choice"}) {
+    try {
+      ServerProcess s("--model " + stories_gguf() + " " + flags);
+      ADD_FAILURE() << flags << " started";
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(what.find("nope") != std::string::npos ||
+                  what.find("needs --tool-call-parser") != std::string::npos)
+          << what;
+    }
+  }
 }
 
 }  // namespace
