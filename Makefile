@@ -70,7 +70,8 @@ fuzz: build
 	CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DPAGEDLLM_FUZZ=ON -DPAGEDLLM_BUILD_TESTS=OFF -DPAGEDLLM_BUILD_BENCH=OFF -DPAGEDLLM_WERROR=OFF
 	cmake --build $(FUZZ_BUILD) --target fuzz_gguf fuzz_safetensors fuzz_tokenizer fuzz_chat_template \
-	  fuzz_openai_request fuzz_http fuzz_image fuzz_data_url fuzz_json_schema fuzz_regex fuzz_gbnf
+	  fuzz_openai_request fuzz_http fuzz_image fuzz_data_url fuzz_json_schema fuzz_regex fuzz_gbnf \
+	  fuzz_tool_call
 	bash scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: build

@@ -7,7 +7,7 @@ seconds=$2
 corpus=$build/corpus
 mkdir -p "$corpus/gguf" "$corpus/safetensors" "$corpus/tokenizer" "$corpus/chat_template" \
   "$corpus/openai_request" "$corpus/http" "$corpus/image" "$corpus/data_url" "$corpus/json_schema" \
-  "$corpus/regex" "$corpus/gbnf"
+  "$corpus/regex" "$corpus/gbnf" "$corpus/tool_call"
 cp -f fuzz/seeds/openai_request/*.json "$corpus/openai_request/"
 cp -f fuzz/seeds/http/*.txt "$corpus/http/"
 cp -f fuzz/seeds/image/* "$corpus/image/"
@@ -16,6 +16,7 @@ cp -f fuzz/seeds/tokenizer_*.json "$corpus/tokenizer/"
 cp -f fuzz/seeds/json_schema/* "$corpus/json_schema/"
 cp -f fuzz/seeds/regex/* "$corpus/regex/"
 cp -f fuzz/seeds/gbnf/* "$corpus/gbnf/"
+cp -f fuzz/seeds/tool_call/* "$corpus/tool_call/"
 shared=$(bash "$(dirname "$0")/shared-dir.sh")
 cp -f "$shared"/vectors/chat-templates/*.jinja "$corpus/chat_template/" 2>/dev/null || true
 cp -f "$shared/models/stories260K/stories260K.gguf" "$corpus/gguf/" 2>/dev/null || true
@@ -33,7 +34,7 @@ cp -f "$corpus/st/model.safetensors" "$corpus/safetensors/tiny.safetensors"
 # artifact and a failure): text parsers get inputs up to 1 MiB, which linear code handles in a
 # few tens of seconds at most under the sanitizers and coverage instrumentation.
 for target in gguf safetensors tokenizer chat_template openai_request http image data_url json_schema \
-    regex gbnf; do
+    regex gbnf tool_call; do
   echo "fuzz_$target: ${seconds}s"
   mkdir -p "$build/artifacts/$target"
   max_len=1048576
