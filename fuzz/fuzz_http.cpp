@@ -56,10 +56,15 @@ struct Harness {
     metrics = std::make_unique<server::ServerMetrics>("m");
     async_engine =
         std::make_unique<server::AsyncEngine>(*engine, *metrics, server::AsyncEngineOptions{64, 0});
-    serving = std::make_unique<server::OpenAIServing>(
-        *engine, *async_engine,
-        server::ServingOptions{
-            "m", o.model, shared_dir() + "/vectors/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja"});
+    server::ServingOptions so;
+    so.served_model_name = "m";
+    so.model_path = o.model;
+    so.chat_template_file = shared_dir() + "/vectors/chat-templates/Qwen-Qwen2.5-7B-Instruct.jinja";
+    // Requests with tools and thinking go through the parsers too.
+    so.tool_call_parser = "hermes";
+    so.enable_auto_tool_choice = true;
+    so.reasoning_parser = "qwen3";
+    serving = std::make_unique<server::OpenAIServing>(*engine, *async_engine, so);
     server::HttpOptions h;
     h.port = 0;
     h.http_threads = 16;

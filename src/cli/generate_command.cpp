@@ -26,7 +26,43 @@ struct GenerateOptions {
   std::optional<uint64_t> seed;
   std::optional<int> logprobs;
   bool json = false;
+  // Structured outputs, with llama.cpp's flag names where it has them.
+  std::string json_schema, json_schema_file, grammar, grammar_file, regex;
 };
+
+std::string read_text_file(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(std::string("cannot read ") + flag + " file '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// At most one constraint, compiled before any prompt runs: a bad one is one line and exit 1.
+void apply_structured_flags(const GenerateOptions& o, Engine& engine, SamplingParams& p) {
+  StructuredOutputs s;
+  int given = 0;
+  auto take = [&given](std::optional<std::string>& field, std::string text) {
+    field = std::move(text);
+    ++given;
+  };
+  if (!o.json_schema.empty()) take(s.json, o.json_schema);
+  if (!o.json_schema_file.empty())
+    take(s.json, read_text_file(o.json_schema_file, "--json-schema-file"));
+  if (!o.grammar.empty()) take(s.grammar, o.grammar);
+  if (!o.grammar_file.empty()) take(s.grammar, read_text_file(o.grammar_file, "--grammar-file"));
+  if (!o.regex.empty()) take(s.regex, o.regex);
+  if (given == 0) return;
+  if (given > 1)
+    throw std::runtime_error(
+        "give only one of --json-schema, --json-schema-file, --grammar, --grammar-file, --regex");
+  try {
+    engine.check_structured_outputs(s);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("structured output: ") + e.what());
+  }
+  p.structured_outputs = std::move(s);
+}
 
 // A prompt from the JSONL file: {"prompt": "..."} or {"prompt_token_ids": [...]}.
 std::vector<std::vector<int32_t>> read_prompts_file(const std::string& path, const Engine& engine) {
@@ -105,6 +141,7 @@ int run_generate(GenerateOptions& o) {
   Engine& engine = *opened;
   o.params.seed = o.seed;
   o.params.logprobs = o.logprobs;
+  apply_structured_flags(o, engine, o.params);
 
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompts_file.empty()) {
@@ -180,6 +217,15 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--stop-token-ids", p.stop_token_ids, "Token ids that end generation")
       ->delimiter(',');
   cmd->add_flag("--ignore-eos", p.ignore_eos, "Keep generating past EOS");
+  cmd->add_option("--json-schema", o->json_schema,
+                  "Constrain the output to JSON following this JSON Schema (text)");
+  cmd->add_option("--json-schema-file", o->json_schema_file,
+                  "Constrain the output to JSON following the JSON Schema in this file");
+  cmd->add_option("--grammar", o->grammar,
+                  "Constrain the output to this GBNF grammar (llama.cpp's syntax; rule root)");
+  cmd->add_option("--grammar-file", o->grammar_file,
+                  "Constrain the output to the GBNF grammar in this file");
+  cmd->add_option("--regex", o->regex, "Constrain the output to this regular expression");
   cmd->add_option("--logprobs", o->logprobs,
                   "Return the sampled token's log-probability and the top N (with --json)")
       ->check(CLI::Range(0, 20));

@@ -184,5 +184,37 @@ TEST(GenerateCli, SpeculativeConfigKeepsTheReferenceTokensAndRefusesBadJson) {
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
+// llama.cpp's flags: --json-schema(-file), --grammar(-file), --regex. The output follows the
+// constraint; a constraint that does not compile, or two at once, is one line and exit 1.
+TEST(GenerateCli, StructuredOutputFlagsConstrainTheTextAndBadOnesAreOneLine) {
+  const std::string model = " --model " + test::model_path("stories260K/stories260K.gguf");
+  const std::string grammar = test::temp_path("answer.gbnf");
+  std::ofstream(grammar) << "root ::= (\"yes\" | \"no\") \"!\"\n";
+  auto r = run_cli("generate" + model + " --prompt 'Once upon a time' --temperature 0.8 --seed 4" +
+                   " --json --grammar-file " + grammar);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string text = json::parse(r.out)["text"];
+  EXPECT_TRUE(text == "yes!" || text == "no!") << text;
+  r = run_cli("generate" + model +
+              " --prompt 'Once upon a time' --temperature 0 --json --json-schema "
+              "'{\"type\": \"array\", \"items\": {\"type\": \"integer\", \"minimum\": 0, "
+              "\"maximum\": 9}, \"maxItems\": 3}'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json value = json::parse(json::parse(r.out)["text"].get<std::string>());
+  ASSERT_TRUE(value.is_array());
+  EXPECT_LE(value.size(), 3u);
+  for (const json& v : value) EXPECT_TRUE(v.is_number_integer() && v >= 0 && v <= 9) << value;
+  for (const char* bad : {" --regex '(unclosed'", " --regex a --grammar 'root ::= \"a\"'",
+                          " --json-schema '{\"type\": \"objekt\"}'"}) {
+    r = run_cli("generate" + model + bad);
+    EXPECT_EQ(r.code, 1) << bad;
+    // The engine's own log line comes first (the constraint needs its vocabulary), then the
+    // reason, on one line.
+    const size_t at = r.err.find("pagedllm: error: ");
+    ASSERT_NE(at, std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n', at), r.err.size() - 1) << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace pagedllm

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -172,6 +173,28 @@ TEST(TensorParallel, ARankWithAnotherModelStopsTheJobWithOneMessage) {
   EXPECT_EQ(r.err.find(message, at + 1), std::string::npos) << "said more than once:\n" << r.err;
   EXPECT_EQ(r.err.find("pagedllm: error:", r.err.find("pagedllm: error:") + 1), std::string::npos)
       << r.err;
+}
+
+// Only rank 0 samples, so only it holds grammar matchers; the other ranks follow its tokens.
+TEST(TensorParallel, ConstrainedOutputIsTheSingleProcessOne) {
+  skip_without_mpi();
+  const std::string args = "generate --model " + model_path("stories260K/stories260K.gguf") +
+                           " --prompts-file " + prompts_file() +
+                           " --temperature 0 --max-tokens 40 --json --threads 1 --regex "
+                           "'[a-z ]{1,30}[.!]'";
+  const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
+  const CliResult tp =
+      run_shell(kMpirun + " -np 2 " + PAGEDLLM_BINARY + " " + args + " --tensor-parallel-size 2");
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(tp.code, 0) << tp.err;
+  const auto want = json_lines(one.out), got = json_lines(tp.out);
+  ASSERT_EQ(got.size(), 6u);
+  ASSERT_EQ(want.size(), 6u);
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i]["token_ids"], want[i]["token_ids"]) << "prompt " << i;
+    const std::string text = want[i]["text"];
+    EXPECT_TRUE(std::regex_match(text, std::regex("[a-z ]{1,30}[.!]"))) << text;
+  }
 }
 
 TEST(TensorParallel, AFlagThatDoesNotMatchTheJobSizeIsRefused) {
