@@ -140,13 +140,21 @@ void Scheduler::schedule(SchedulerOutput& out) {
   // A step that had to preempt admits nobody new: the pool is already too tight.
   if (out.preempted_req_ids.empty()) schedule_waiting(out, budget);
 
-  // Which entries of out carry drafts, by scheduling order, for update_from_output.
+  // Which entries of out carry drafts, by scheduling order, for update_from_output. Cached
+  // requests are listed in the order they were scheduled, so one forward scan finds them all
+  // (the scan before the cursor is only a safety net).
   step_drafts_.assign(step_requests_.size(), nullptr);
+  size_t cursor = 0;
   for (const CachedRequestData& c : out.scheduled_cached_reqs) {
     if (c.spec_token_ids.empty()) continue;
-    for (size_t i = 0; i < step_requests_.size(); ++i) {
-      if (step_requests_[i]->id() == c.req_id) step_drafts_[i] = &c.spec_token_ids;
+    size_t i = cursor;
+    while (i < step_requests_.size() && step_requests_[i]->id() != c.req_id) ++i;
+    if (i == step_requests_.size()) {  // not after the cursor: look before it
+      for (i = 0; i < cursor && step_requests_[i]->id() != c.req_id;) ++i;
+      if (i == cursor) continue;
     }
+    step_drafts_[i] = &c.spec_token_ids;
+    cursor = i + 1;
   }
   // num_computed_tokens counts this step's tokens from now on, as in vLLM.
   for (size_t i = 0; i < step_requests_.size(); ++i) {
