@@ -7,7 +7,7 @@ MODEL      ?= $(shell bash scripts/shared-dir.sh)/models/stories260K/stories260K
 PROMPT     ?= Once upon a time
 PORT       ?= 8000
 SERVE_ARGS ?= --chat-template examples/chat-templates/story.jinja
-FUZZ_BUILD ?= build-fuzz
+FUZZ_BUILD ?= $(SAN_BUILD)
 FUZZ_SECONDS ?= 30
 SOAK_SECONDS ?= 1800
 SOURCES     = $(shell git ls-files '*.cpp' '*.h' 2>/dev/null)
@@ -37,12 +37,25 @@ test-deps: deps
 test: build test-deps
 	ctest --test-dir $(BUILD) --output-on-failure --timeout 600
 
-# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in a second build tree;
+# One clang tree serves both `make test-sanitize` and `make fuzz`: the library is compiled once
+# with ASan + UBSan and libFuzzer's coverage instrumentation (-fsanitize=fuzzer-no-link); the
+# tests and the CLI link the sanitizer runtimes, the fuzz targets libFuzzer too. FUZZ_BUILD is
+# that tree unless overridden. A tree configured with another compiler (build-sanitize was a g++
+# tree) is removed first: CMake cannot switch the compiler of an existing tree cleanly.
+clang_tree = if [ -f $(1)/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang' $(1)/CMakeCache.txt; \
+  then echo "$(1) was configured with another compiler: configuring it afresh with clang"; \
+  rm -rf $(1); fi; \
+  cmake -S . -B $(1) -G $(GENERATOR) -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGEDLLM_SANITIZE=address,undefined -DPAGEDLLM_FUZZ=ON \
+  -DPAGEDLLM_BUILD_BENCH=OFF
+FUZZ_TARGETS = fuzz_gguf fuzz_safetensors fuzz_tokenizer fuzz_chat_template fuzz_openai_request \
+  fuzz_http fuzz_image fuzz_data_url fuzz_json_schema fuzz_regex fuzz_gbnf fuzz_tool_call
+
+# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in the clang tree;
 # not the browser tests (label webui), whose browser side the sanitizers do not see and whose
 # server side the other server tests cover.
 test-sanitize: deps test-deps
-	cmake -S . -B $(SAN_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DPAGEDLLM_SANITIZE=address,undefined -DPAGEDLLM_BUILD_BENCH=OFF
+	$(call clang_tree,$(SAN_BUILD))
 	cmake --build $(SAN_BUILD)
 	ctest --test-dir $(SAN_BUILD) --output-on-failure --timeout 900 --label-exclude webui
 
@@ -66,12 +79,11 @@ trace: build
 # libFuzzer for FUZZ_SECONDS each on the model-file, tokenizer and template parsers, the image
 # decoders and preprocessing, data URLs, the API request validation and the live HTTP server,
 # seeded with real files and requests.
-fuzz: build
-	CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G $(GENERATOR) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DPAGEDLLM_FUZZ=ON -DPAGEDLLM_BUILD_TESTS=OFF -DPAGEDLLM_BUILD_BENCH=OFF -DPAGEDLLM_WERROR=OFF
-	cmake --build $(FUZZ_BUILD) --target fuzz_gguf fuzz_safetensors fuzz_tokenizer fuzz_chat_template \
-	  fuzz_openai_request fuzz_http fuzz_image fuzz_data_url fuzz_json_schema fuzz_regex fuzz_gbnf \
-	  fuzz_tool_call
+# In the clang tree of make test-sanitize (after it, nothing is left to build); its own pagedllm
+# writes the generated seed models.
+fuzz: deps
+	$(call clang_tree,$(FUZZ_BUILD))
+	cmake --build $(FUZZ_BUILD) --target pagedllm $(FUZZ_TARGETS)
 	bash scripts/run-fuzzers.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: build
@@ -84,4 +96,4 @@ format-check:
 	clang-format --dry-run --Werror $(SOURCES)
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(FUZZ_BUILD) build-fuzz

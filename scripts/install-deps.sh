@@ -12,7 +12,7 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
   openmpi-bin libopenmpi-dev
-  clang libclang-rt-14-dev clang-format
+  clang libclang-rt-14-dev libomp-dev clang-format
   python3 python3-numpy python3-jinja2 python3-sentencepiece python3-pil
 )
 # Node and npm bundle the chat page (webui/) at build time, and run reference tokenizers, the

@@ -23,9 +23,9 @@ cp -f "$shared/models/stories260K/stories260K.gguf" "$corpus/gguf/" 2>/dev/null 
 # Every 40th MaskBench file (the target takes their "schema").
 find "$shared/vectors/json-schema/maskbench" -name '*.json' 2>/dev/null | sort | awk 'NR % 40 == 0' |
   xargs -r cp -t "$corpus/json_schema/"
-./build/pagedllm make-model --preset tiny --dtype q8_0 --out "$corpus/gguf/tiny-q8_0.gguf" 2>/dev/null
-./build/pagedllm make-model --preset tiny-qwen3 --dtype f16 --out "$corpus/gguf/tiny-qwen3.gguf" 2>/dev/null
-./build/pagedllm make-model --preset tiny --dtype bf16 --format safetensors --out "$corpus/st" 2>/dev/null
+"$build/pagedllm" make-model --preset tiny --dtype q8_0 --out "$corpus/gguf/tiny-q8_0.gguf" 2>/dev/null
+"$build/pagedllm" make-model --preset tiny-qwen3 --dtype f16 --out "$corpus/gguf/tiny-qwen3.gguf" 2>/dev/null
+"$build/pagedllm" make-model --preset tiny --dtype bf16 --format safetensors --out "$corpus/st" 2>/dev/null
 cp -f "$corpus/st/model.safetensors" "$corpus/safetensors/tiny.safetensors"
 # Crash, leak, timeout and oom inputs go to $build/artifacts/<target>/, never the checkout; keep
 # one that reproduces, named for what it exercises, in fuzz/regressions/<target>/ (make test

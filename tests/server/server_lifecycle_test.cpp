@@ -8,6 +8,7 @@
 #include <future>
 
 #include "cli/cli_runner.h"
+#include "sanitizer_build.h"
 #include "server/server_process.h"
 
 namespace pagedllm::test {
@@ -269,7 +270,7 @@ TEST(ServerLifecycle, SixtyFourStreamsOverThreeHundredRequestsAllSucceedWithExac
   EXPECT_EQ(metric(m, length_done), total);
   EXPECT_EQ(metric(m, "pagedllm:kv_cache_usage_perc"), 0);
   EXPECT_EQ(metric(m, "pagedllm:num_requests_running"), 0);
-#ifndef __SANITIZE_ADDRESS__  // ASan's quarantine holds freed memory on purpose
+#ifndef PAGEDLLM_TEST_ASAN  // ASan's quarantine holds freed memory on purpose
   EXPECT_LT(rss_after, rss_warm + 32 * 1024) << rss_warm << " KiB -> " << rss_after << " KiB";
 #else
   (void)rss_warm;

@@ -13,12 +13,13 @@
 #include <mutex>
 #include <random>
 
+#include "sanitizer_build.h"
 #include "server/server_process.h"
 
 namespace pagedllm::test {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(PAGEDLLM_TEST_ASAN)
 // AddressSanitizer holds freed memory in quarantine and runs several times slower: a shorter
 // run, and no judgement of RSS.
 constexpr bool kSanitized = true;
