@@ -46,6 +46,14 @@ void GrammarMasks::accept(CachedRequestState& s, int32_t token) {
   }
 }
 
+bool GrammarMasks::constraint_begins_now(const CachedRequestState& s) {
+  if (!s.sampling_params.structured_outputs || s.matcher || s.constraint_start >= 0) return false;
+  const std::vector<int32_t>& marker = s.sampling_params.structured_outputs->start_after;
+  const size_t outputs = s.token_ids.size() - static_cast<size_t>(s.num_prompt_tokens);
+  return !marker.empty() && outputs >= marker.size() &&
+         std::equal(marker.begin(), marker.end(), s.token_ids.end() - marker.size());
+}
+
 void GrammarMasks::compute(const InputBatch& batch, const ModelInputs& in) {
   words_ = grammars_->vocabulary()->mask_words();
   masks_.resize(static_cast<size_t>(in.num_logits) * words_);

@@ -35,6 +35,9 @@ class GrammarMasks {
   const uint32_t* mask(int logits_row) const;
   // Moves the request's matcher past a token it sampled.
   static void accept(CachedRequestState& s, int32_t token);
+  // True when the token just sampled completed start_after: the constraint begins with the
+  // next token, whose mask this step did not compute, so verification must stop here.
+  static bool constraint_begins_now(const CachedRequestState& s);
 
  private:
   void compute(const InputBatch& batch, const ModelInputs& in);

@@ -473,6 +473,8 @@ void ModelRunner::sample_row(const ModelInputs& in, size_t vocab, int row, Sampl
     batch_.append_token(row, token);
     s.token_ids.push_back(token);
     GrammarMasks::accept(s, token);
+    // The constraint starts after this token: what the drafts guessed next was not masked.
+    if (GrammarMasks::constraint_begins_now(s)) break;
     // Verification (rejection sampling with one-token drafts): each position is sampled exactly
     // as a one-token step would sample it, with the same seed counter and penalties, and a
     // draft is kept only if the target drew that very token. A draft x is thus kept with

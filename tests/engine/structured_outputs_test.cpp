@@ -5,6 +5,7 @@
 // preemption and logprobs work as for free text, and bad grammars are refused when added.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -297,6 +298,50 @@ TEST(StructuredOutputs, TheConstraintStartsAfterTheMarkerTokens) {
   EXPECT_TRUE(std::regex_match(out.text.substr(head.size()), std::regex("[0-9]{1,3}!")))
       << out.text;
   EXPECT_EQ(out.finish_reason, "stop");
+}
+
+}  // namespace
+}  // namespace pagedllm
+
+namespace pagedllm {
+namespace {
+
+// Drafts may run past the end of thinking: verification stops at the marker, so what follows
+// it is never drawn unmasked, and the tokens are those of a run without speculation, wherever
+// the marker falls.
+TEST(StructuredOutputs, DraftsAcrossTheMarkerStillGiveTheTokensWithoutSpeculation) {
+  auto run = [](const std::string& speculative, const std::vector<int32_t>& marker) {
+    EngineOptions o;
+    o.model = test::model_path("stories260K/stories260K.gguf");
+    o.threads = 2;
+    o.speculative_config = speculative;
+    Engine engine(o);
+    SamplingParams p;
+    p.temperature = 0;
+    p.max_tokens = 120;
+    if (!marker.empty()) {
+      p.structured_outputs = StructuredOutputs{};
+      p.structured_outputs->regex = "[a-z ]{1,40}\\.";
+      p.structured_outputs->start_after = marker;
+    }
+    return engine.generate(std::vector<std::string>{"Once upon a time"}, p)[0].token_ids;
+  };
+  const std::vector<int32_t> own = run("", {});
+  ASSERT_GE(own.size(), 80u);
+  // Markers all along the story: n-gram drafts (accepted where the text repeats) cross some.
+  const std::string ngram = R"({"method": "ngram", "num_speculative_tokens": 5,
+      "prompt_lookup_min": 1, "prompt_lookup_max": 3, "adaptive": false})";
+  for (size_t at = 10; at + 2 <= 80; at += 7) {
+    const std::vector<int32_t> marker(own.begin() + at, own.begin() + at + 2);
+    const std::vector<int32_t> plain = run("", marker);
+    EXPECT_EQ(run(ngram, marker), plain) << "marker at " << at;
+    // Up to the marker's first appearance the output is the model's own.
+    const auto first = std::search(own.begin(), own.end(), marker.begin(), marker.end());
+    const auto free = static_cast<size_t>(first - own.begin()) + marker.size();
+    ASSERT_GE(plain.size(), free);
+    EXPECT_EQ(std::vector<int32_t>(plain.begin(), plain.begin() + free),
+              std::vector<int32_t>(own.begin(), own.begin() + free));
+  }
 }
 
 }  // namespace
