@@ -386,7 +386,9 @@ class SchemaCompiler {
     }
     const int32_t zeros = g_.seq({g_.literal("."), g_.repeat(g_.literal("0"), 1, -1)});
     std::vector<int32_t> alts;
-    if (!lo || *lo >= 0) {
+    if (lo ? *lo >= 0 : *hi > 0) {
+      // Only a maximum above zero: every negative number is below it too.
+      if (!lo) alts.push_back(g_.seq({g_.literal("-"), natural(), g_.optional(fraction())}));
       const int64_t a = lo ? *lo : 0;
       std::optional<int64_t> b;
       if (hi) b = *hi - 1;

@@ -79,6 +79,19 @@ TEST(JsonSchemaCompiler, IntegerAndNumberBounds) {
   EXPECT_TRUE(matches(*number, "10.0"));
   EXPECT_FALSE(matches(*number, "10.5"));
   EXPECT_FALSE(matches(*number, "-1"));
+  // Only a maximum: negative numbers are below it too (they used to be left out).
+  auto below = schema(R"({"type": "number", "maximum": 10})");
+  EXPECT_TRUE(matches(*below, "-3.5"));
+  EXPECT_TRUE(matches(*below, "-1234"));
+  EXPECT_TRUE(matches(*below, "7.25"));
+  EXPECT_TRUE(matches(*below, "10"));
+  EXPECT_FALSE(matches(*below, "10.5"));
+  EXPECT_FALSE(matches(*below, "11"));
+  auto negative = schema(R"({"type": "number", "maximum": -2})");
+  EXPECT_TRUE(matches(*negative, "-2"));
+  EXPECT_TRUE(matches(*negative, "-5.5"));
+  EXPECT_FALSE(matches(*negative, "-1.5"));
+  EXPECT_FALSE(matches(*negative, "0"));
   auto any = schema(R"({"type": "number"})");
   EXPECT_TRUE(matches(*any, "-1.5e+10"));
   EXPECT_FALSE(matches(*any, "1."));
