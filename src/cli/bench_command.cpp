@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -287,12 +286,8 @@ struct ThroughputOptions {
 SamplingParams throughput_params(const ThroughputOptions& o, Engine& engine) {
   SamplingParams p = fixed_length(o.output_len);
   if (o.structured.empty()) return p;
-  std::ifstream in(o.structured, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read --structured file '" + o.structured + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
   p.structured_outputs = StructuredOutputs{};
-  p.structured_outputs->json = text.str();
+  p.structured_outputs->json = read_flag_file(o.structured, "--structured");
   try {
     engine.check_structured_outputs(*p.structured_outputs);
   } catch (const std::invalid_argument& e) {

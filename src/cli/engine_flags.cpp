@@ -1,7 +1,10 @@
 #include "cli/engine_flags.h"
 
 #include <csignal>
+#include <fstream>
 #include <iostream>
+#include <sstream>
+#include <stdexcept>
 
 #include "engine/tensor_parallel.h"
 
@@ -80,6 +83,14 @@ bool run_as_tensor_parallel_worker(const EngineOptions& options) {
   Engine engine(options);
   engine.run_tensor_parallel_worker();
   return true;
+}
+
+std::string read_flag_file(const std::string& path, const std::string& flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + flag + " file '" + path + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::unique_ptr<Engine> open_engine(const EngineOptions& options, const std::string& who) {

@@ -19,6 +19,9 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& options);
 // size and the flag disagree.
 bool run_as_tensor_parallel_worker(const EngineOptions& options);
 
+// The whole of a file a flag names; throws std::runtime_error("cannot read FLAG file 'PATH'").
+std::string read_flag_file(const std::string& path, const std::string& flag);
+
 // Loads the engine and says on stderr what it chose: "pagedllm[ who]: model=... threads=...".
 std::unique_ptr<Engine> open_engine(const EngineOptions& options, const std::string& who = "");
 

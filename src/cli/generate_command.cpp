@@ -4,7 +4,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -30,14 +29,6 @@ struct GenerateOptions {
   std::string json_schema, json_schema_file, grammar, grammar_file, regex;
 };
 
-std::string read_text_file(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(std::string("cannot read ") + flag + " file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // At most one constraint, compiled before any prompt runs: a bad one is one line and exit 1.
 void apply_structured_flags(const GenerateOptions& o, Engine& engine, SamplingParams& p) {
   StructuredOutputs s;
@@ -48,9 +39,9 @@ void apply_structured_flags(const GenerateOptions& o, Engine& engine, SamplingPa
   };
   if (!o.json_schema.empty()) take(s.json, o.json_schema);
   if (!o.json_schema_file.empty())
-    take(s.json, read_text_file(o.json_schema_file, "--json-schema-file"));
+    take(s.json, read_flag_file(o.json_schema_file, "--json-schema-file"));
   if (!o.grammar.empty()) take(s.grammar, o.grammar);
-  if (!o.grammar_file.empty()) take(s.grammar, read_text_file(o.grammar_file, "--grammar-file"));
+  if (!o.grammar_file.empty()) take(s.grammar, read_flag_file(o.grammar_file, "--grammar-file"));
   if (!o.regex.empty()) take(s.regex, o.regex);
   if (given == 0) return;
   if (given > 1)

@@ -46,15 +46,21 @@ void mask_disallowed(std::span<float> logits, const uint32_t* words) {
 bool grammar_allows_more_than_stops(size_t vocab, const SamplingContext& ctx) {
   size_t allowed = 0;
   for (size_t w = 0; w * 32 < vocab; ++w) allowed += std::popcount(ctx.allowed_tokens[w]);
-  std::vector<int32_t> stops = ctx.params->stop_token_ids;
-  if (ctx.eos_token_id && !ctx.params->ignore_eos) stops.push_back(*ctx.eos_token_id);
-  std::sort(stops.begin(), stops.end());
-  stops.erase(std::unique(stops.begin(), stops.end()), stops.end());
+  // Allowed stop tokens, each counted once (EOS may be among stop_token_ids, or listed twice).
+  const std::vector<int32_t>& listed = ctx.params->stop_token_ids;
+  auto allowed_stop = [&](int32_t id) {
+    return id >= 0 && static_cast<size_t>(id) < vocab && is_allowed(ctx.allowed_tokens, id);
+  };
   size_t allowed_stops = 0;
-  for (int32_t id : stops) {
-    if (id >= 0 && static_cast<size_t>(id) < vocab && is_allowed(ctx.allowed_tokens, id))
+  for (size_t i = 0; i < listed.size(); ++i) {
+    if (allowed_stop(listed[i]) &&
+        std::find(listed.begin(), listed.begin() + i, listed[i]) == listed.begin() + i)
       ++allowed_stops;
   }
+  const bool eos_stops = ctx.eos_token_id && !ctx.params->ignore_eos;
+  if (eos_stops && allowed_stop(*ctx.eos_token_id) &&
+      std::find(listed.begin(), listed.end(), *ctx.eos_token_id) == listed.end())
+    ++allowed_stops;
   return allowed > allowed_stops;
 }
 

@@ -37,16 +37,6 @@ ChatOutput::ChatOutput(const ChatOutputOptions& options) : options_(options) {
     tool_parser_ = make_tool_call_parser(options_.tool_call_parser, options_.tools);
 }
 
-json ChatOutput::calls_json(const std::vector<ConstrainedToolCall>& calls) {
-  json out = json::array();
-  for (const ConstrainedToolCall& c : calls) {
-    out.push_back({{"id", random_tool_call_id()},
-                   {"type", "function"},
-                   {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
-  }
-  return out;
-}
-
 json ChatOutput::calls_json(const std::vector<ToolCall>& calls) {
   json out = json::array();
   for (const ToolCall& c : calls) {

@@ -45,7 +45,6 @@ class ChatOutput {
   nlohmann::ordered_json finish();
   nlohmann::ordered_json content_delta(const std::string& content);
   nlohmann::ordered_json content_end();
-  nlohmann::ordered_json calls_json(const std::vector<ConstrainedToolCall>& calls);
   nlohmann::ordered_json calls_json(const std::vector<ToolCall>& calls);
   nlohmann::ordered_json deltas_json(const std::vector<ToolCallDelta>& deltas);
 

@@ -115,18 +115,18 @@ StructuredOutputs tool_call_constraint(const ToolChoice& choice, const json& too
   return s;
 }
 
-std::vector<ConstrainedToolCall> constrained_tool_calls(const ToolChoice& choice,
-                                                        const std::string& output) {
+std::vector<ToolCall> constrained_tool_calls(const ToolChoice& choice, const std::string& output) {
   const json value = json::parse(output, nullptr, false);
   if (value.is_discarded()) return {};
   // A named call's arguments are the output itself, as streamed.
-  if (choice.mode == ToolChoice::Mode::kNamed) return {{choice.name, output}};
-  std::vector<ConstrainedToolCall> calls;
+  if (choice.mode == ToolChoice::Mode::kNamed)
+    return {{random_tool_call_id(), choice.name, output}};
+  std::vector<ToolCall> calls;
   if (!value.is_array()) return calls;
   for (const json& call : value) {
     if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) continue;
-    calls.push_back(
-        {call["name"].get<std::string>(), call.value("parameters", json::object()).dump()});
+    calls.push_back({random_tool_call_id(), call["name"].get<std::string>(),
+                     call.value("parameters", json::object()).dump()});
   }
   return calls;
 }

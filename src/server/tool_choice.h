@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pagedllm/sampling.h"
+#include "server/tool_call_parser.h"
 
 namespace pagedllm::server {
 
@@ -32,14 +33,8 @@ ToolChoice parse_tool_choice(const nlohmann::ordered_json* choice,
 StructuredOutputs tool_call_constraint(const ToolChoice& choice,
                                        const nlohmann::ordered_json& tools, bool parallel);
 
-struct ConstrainedToolCall {
-  std::string name;
-  std::string arguments;  // a JSON text
-};
-
-// The calls in an output made under tool_call_constraint; empty when the output is cut short
-// (max_tokens) and does not parse.
-std::vector<ConstrainedToolCall> constrained_tool_calls(const ToolChoice& choice,
-                                                        const std::string& output);
+// The calls in an output made under tool_call_constraint, with fresh ids; empty when the
+// output is cut short (max_tokens) and does not parse.
+std::vector<ToolCall> constrained_tool_calls(const ToolChoice& choice, const std::string& output);
 
 }  // namespace pagedllm::server

@@ -18,8 +18,11 @@ void GrammarMasks::start(const InputBatch& batch, const ModelInputs& in) {
   bool any = false;
   for (int row = 0; row < in.num_reqs && !any; ++row)
     any = batch.state(row)->sampling_params.structured_outputs.has_value();
+  if (!any) {
+    has_mask_.clear();  // mask() answers null for every row
+    return;
+  }
   has_mask_.assign(static_cast<size_t>(in.num_logits), 0);
-  if (!any) return;
   if (!grammars_) throw std::logic_error("a constrained request reached a runner without grammars");
   pending_ = std::async(std::launch::async, [this, &batch, &in] { compute(batch, in); });
 }
