@@ -53,6 +53,17 @@ struct EngineOptions {
   int tensor_parallel_size = 1;
   // A collective that waits longer than this for a rank (dead or hung) ends the whole job.
   double tensor_parallel_timeout_s = 60.0;
+
+  // Images (Qwen2-VL / Qwen2.5-VL; docs/MULTIMODAL.md). A Hugging Face directory carries its
+  // vision encoder; a GGUF language model takes llama.cpp's projector file here.
+  std::string mmproj;
+  // Encoder tokens (image embeddings) one step may compute, vLLM's max_num_encoder_input_tokens;
+  // 0: max_num_batched_tokens, raised to the largest image max_pixels allows.
+  int max_num_encoder_input_tokens = 0;
+  // Image embeddings the encoder cache holds, in tokens; 0: the encoder budget.
+  int encoder_cache_size = 0;
+  // Images with more pixels than this are refused before their pixels are decoded (0: 64 Mpx).
+  int64_t max_image_pixels = 0;
 };
 
 struct RequestOutput {
@@ -67,6 +78,23 @@ struct RequestOutput {
   std::string finish_reason;  // "stop", "length" or "abort" once finished
 };
 
+// Per-image preprocessing bounds (vLLM's mm_processor_kwargs min_pixels / max_pixels); 0 takes
+// the model's preprocessor_config.json.
+struct ImageOptions {
+  int64_t min_pixels = 0;
+  int64_t max_pixels = 0;
+};
+
+struct ImageData;  // decoded, resized and normalised pixels, opaque to callers
+
+// An image ready for add_request (Engine::prepare_image makes it).
+struct ImageInput {
+  std::shared_ptr<const ImageData> data;
+  int64_t num_tokens = 0;  // the <|image_pad|> tokens it fills in the prompt
+  int width = 0;           // as decoded, before resizing
+  int height = 0;
+};
+
 struct EngineStats {
   int num_running = 0;
   int num_waiting = 0;
@@ -79,6 +107,11 @@ struct EngineStats {
   int64_t spec_num_draft_tokens = 0;     // drafts verified
   int64_t spec_num_accepted_tokens = 0;  // drafts accepted
   std::vector<int64_t> spec_accepted_per_position;
+  // Images.
+  double encoder_cache_usage = 0.0;  // fraction of the encoder cache in use
+  int64_t num_encoded_images = 0;    // images run through the vision encoder
+  int64_t num_encoded_image_tokens = 0;
+  double encoder_seconds = 0.0;  // time spent in the vision encoder
 };
 
 class Engine {
@@ -95,7 +128,19 @@ class Engine {
                           std::string request_id = {});
   std::string add_request(const std::string& prompt, const SamplingParams& params,
                           std::string request_id = {});
+  // A prompt with images: the token ids hold one <|image_pad|> per image, in order, as a chat
+  // template renders image parts; the engine widens each to the image's num_tokens pads (so
+  // the request's prompt, and its usage, counts them). Throws std::invalid_argument when the
+  // model takes no images, the pads and images disagree, or an image exceeds the encoder budget.
+  std::string add_request(std::vector<int32_t> prompt_token_ids, std::vector<ImageInput> images,
+                          const SamplingParams& params, std::string request_id = {});
   void abort_request(const std::string& request_id);
+  // True for a model with a vision encoder.
+  bool supports_images() const;
+  // Decodes (PNG, JPEG, WebP, GIF) and preprocesses an image file's bytes for this model.
+  // Thread-safe: the server prepares images on its HTTP threads. Throws std::invalid_argument
+  // with a one-line reason for bad bytes, an image too large, or a model without images.
+  ImageInput prepare_image(std::span<const uint8_t> bytes, const ImageOptions& options = {}) const;
   // Compiles a structured-output constraint for this model's vocabulary (kept for the request
   // that will carry it); throws std::invalid_argument saying what does not compile.
   // Thread-safe: the server checks on its HTTP threads, so a slow schema never holds up a step.
