@@ -43,6 +43,10 @@ struct SchedulerConfig {
   // 0 means unlimited. At most this many requests may end a step with a partial prefill.
   int max_num_partial_prefills = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  // Images: the encoder outputs (embeddings) one step may compute, and how many the encoder
+  // cache holds; a request with an image larger than either is refused.
+  int max_num_encoder_input_tokens = 0;
+  int encoder_cache_size = 0;
 };
 
 // Speculative decoding, with vLLM's --speculative-config names. Proposals are made by the worker

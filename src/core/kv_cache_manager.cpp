@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <stdexcept>
+#include <string>
 
 namespace pagedllm {
 
@@ -32,7 +33,19 @@ void KVCacheManager::ensure_block_hashes(Request& request, int num_full_blocks) 
     const auto block_tokens =
         tokens.subspan(i * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_));
     const std::string_view salt = i == 0 ? std::string_view(request.cache_salt) : "";
-    hashes.push_back(hash_block_tokens(parent, block_tokens, salt));
+    if (request.mm_features.empty()) {
+      hashes.push_back(hash_block_tokens(parent, block_tokens, salt));
+      continue;
+    }
+    // vLLM's multimodal extra keys: the identifier of every image with a placeholder in this
+    // block, so equal pad tokens of different images never share KV.
+    std::string extra(salt);
+    const int64_t start = static_cast<int64_t>(i) * block_size_;
+    for (const MultiModalFeature& f : request.mm_features) {
+      if (f.offset >= start + block_size_) break;
+      if (f.end() > start) extra += f.identifier;
+    }
+    hashes.push_back(hash_block_tokens(parent, block_tokens, extra));
   }
 }
 

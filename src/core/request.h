@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/block_hash.h"
+#include "core/multimodal_feature.h"
 #include "core/sampling_params.h"
 
 namespace pagedllm {
@@ -69,6 +70,8 @@ class Request {
   std::vector<BlockHash> block_hashes;
   // Mixed into the first block's hash so that tenants can keep their prefixes apart.
   std::string cache_salt;
+  // Images, by placeholder offset (ascending, not overlapping); empty for text.
+  std::vector<MultiModalFeature> mm_features;
 
  private:
   std::string id_;

@@ -12,6 +12,8 @@ void SchedulerOutput::clear() {
   total_num_scheduled_tokens = 0;
   finished_req_ids.clear();
   preempted_req_ids.clear();
+  scheduled_encoder_inputs.clear();
+  free_encoder_identifiers.clear();
 }
 
 void ModelRunnerOutput::clear() {
@@ -45,7 +47,8 @@ Scheduler::Scheduler(const EngineConfig& config)
     : config_((config.validate(), config)),
       kv_(config.cache.num_blocks, config.cache.block_size, config.scheduler.max_model_len,
           config.cache.enable_prefix_caching),
-      waiting_(config.scheduler.policy) {
+      waiting_(config.scheduler.policy),
+      encoder_cache_(config.scheduler.encoder_cache_size) {
   running_.reserve(static_cast<size_t>(config.scheduler.max_num_seqs));
   step_requests_.reserve(static_cast<size_t>(config.scheduler.max_num_seqs));
 }
@@ -68,6 +71,7 @@ void Scheduler::validate_new_request(const Request& r) const {
                           ") = " + std::to_string(total) + " exceeds max_model_len (" +
                           std::to_string(max_len) + ")");
   }
+  validate_mm_features(r, who, config_.scheduler);
   // The last sampled token is never fed back, so it needs no KV slot.
   const int blocks = ceil_div(static_cast<int>(total) - 1, config_.cache.block_size);
   if (blocks > config_.cache.num_usable_blocks()) {
@@ -112,6 +116,7 @@ std::vector<std::string> Scheduler::finish_requests(std::span<const std::string>
 void Scheduler::finish(Request* request, RequestStatus status) {
   request->status = status;
   kv_.free(*request);
+  encoder_cache_.free(*request);
   finished_since_last_step_.push_back(request->id());
 }
 
@@ -135,6 +140,7 @@ void Scheduler::schedule(SchedulerOutput& out) {
   step_partial_prefills_ = 0;
   out.finished_req_ids.swap(finished_since_last_step_);
   int budget = config_.scheduler.max_num_batched_tokens;
+  encoder_budget_ = config_.scheduler.max_num_encoder_input_tokens;
 
   schedule_running(out, budget);
   // A step that had to preempt admits nobody new: the pool is already too tight.
@@ -156,6 +162,7 @@ void Scheduler::schedule(SchedulerOutput& out) {
     step_drafts_[i] = &c.spec_token_ids;
     cursor = i + 1;
   }
+  out.free_encoder_identifiers = encoder_cache_.take_freed();
   // num_computed_tokens counts this step's tokens from now on, as in vLLM.
   for (size_t i = 0; i < step_requests_.size(); ++i) {
     const int n = out.num_scheduled_tokens[i].num_tokens;
@@ -171,7 +178,8 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget) {
     trim_drafts(*r);
     // Draft tokens ride after the pending token; a short budget verifies fewer of them.
     const int with_drafts = r->num_tokens() + static_cast<int>(r->spec_token_ids.size());
-    const int n = clamp_chunk(*r, with_drafts - r->num_computed_tokens, budget);
+    int n = clamp_chunk(*r, with_drafts - r->num_computed_tokens, budget);
+    if (n > 0) n = plan_encoder_inputs(*r, r->num_computed_tokens, n);
     if (n <= 0 || partial_prefill_limit_reached(*r, r->num_computed_tokens, n)) {
       ++index;
       continue;
@@ -187,6 +195,7 @@ void Scheduler::schedule_running(SchedulerOutput& out, int& budget) {
       }
     }
     if (!scheduled) break;
+    commit_encoder_inputs(*r, out);
     if (r->num_computed_tokens + n < r->num_tokens()) ++step_partial_prefills_;
     r->spec_token_ids.resize(static_cast<size_t>(num_drafts));
     out.scheduled_cached_reqs.push_back({r->id(), scratch_block_ids_, r->num_computed_tokens,
@@ -219,6 +228,7 @@ Request* Scheduler::preempt_one(SchedulerOutput& out, size_t& next_index, int& b
   }
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(victim_index));
   kv_.free(*victim);
+  encoder_cache_.free(*victim);
   victim->status = RequestStatus::kPreempted;
   victim->num_computed_tokens = 0;
   victim->spec_token_ids.clear();
@@ -252,12 +262,14 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
     ComputedBlocks hit = kv_.get_computed_blocks(*r);
     const int remaining = r->num_tokens() - hit.num_tokens;
     if (!sc.enable_chunked_prefill && remaining > budget) break;  // head-of-line blocking
-    const int n = clamp_chunk(*r, remaining, budget);
+    const int n = plan_encoder_inputs(*r, hit.num_tokens, clamp_chunk(*r, remaining, budget));
+    if (n <= 0 || (!sc.enable_chunked_prefill && n < remaining)) break;
     if (partial_prefill_limit_reached(*r, hit.num_tokens, n)) break;
     scratch_block_ids_.clear();
     if (!kv_.allocate_slots(*r, n, &hit, scratch_block_ids_)) break;
 
     waiting_.pop_front();
+    commit_encoder_inputs(*r, out);
     running_.push_back(r);
     const bool resumed = r->status == RequestStatus::kPreempted;
     r->status = RequestStatus::kRunning;
@@ -270,7 +282,8 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
           {r->id(), std::move(all_blocks), hit.num_tokens, true, {}});
     } else {
       out.scheduled_new_reqs.push_back({r->id(), to_vector(r->prompt_token_ids()), r->params(),
-                                        std::move(all_blocks), hit.num_tokens, r->eos_token_id()});
+                                        std::move(all_blocks), hit.num_tokens, r->eos_token_id(),
+                                        r->mm_features});
     }
     out.num_scheduled_tokens.push_back({r->id(), n});
     step_requests_.push_back(r);
@@ -336,6 +349,7 @@ void Scheduler::update_from_output(const SchedulerOutput& out, const ModelRunner
     assert(out.num_scheduled_tokens[i].req_id == r->id());
     assert(runner_out.req_ids[i] == r->id());
     (void)out;
+    free_computed_encoder_inputs(*r);
     // A token sampled from a partial prefill is discarded.
     if (r->num_computed_tokens < r->num_tokens()) continue;
     const auto& tokens = runner_out.sampled_token_ids[i];

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/encoder_cache_manager.h"
 #include "core/kv_cache_manager.h"
 #include "core/request.h"
 #include "core/request_queue.h"
@@ -31,6 +32,11 @@ class RequestRejected : public std::invalid_argument {
  public:
   using std::invalid_argument::invalid_argument;
 };
+
+// Throws RequestRejected (prefixed with `who`) when the request's image placeholders are not
+// ordered ranges inside its prompt or an image exceeds the encoder budget or cache.
+void validate_mm_features(const Request& request, const std::string& who,
+                          const SchedulerConfig& config);
 
 // Speculative decoding counters, as vLLM's spec_decode metrics name them.
 struct SpecDecodingStats {
@@ -63,6 +69,10 @@ class Scheduler {
   std::span<Request* const> running() const { return running_; }
   int64_t num_preemptions_total() const { return num_preemptions_total_; }
   const SpecDecodingStats& spec_decoding_stats() const { return spec_stats_; }
+  const EncoderCacheManager& encoder_cache() const { return encoder_cache_; }
+  // Images scheduled through the encoder so far, and their embeddings.
+  int64_t num_encoded_images() const { return num_encoded_images_; }
+  int64_t num_encoded_image_tokens() const { return num_encoded_image_tokens_; }
 
   const EngineConfig& config() const { return config_; }
   KVCacheManager& kv_cache_manager() { return kv_; }
@@ -78,6 +88,12 @@ class Scheduler {
   int clamp_chunk(const Request& request, int num_new_tokens, int budget) const;
   bool partial_prefill_limit_reached(const Request& request, int num_computed,
                                      int num_new_tokens) const;
+  // The images whose encoder must run for tokens [num_computed, num_computed + num_new_tokens)
+  // go to encoder_plan_; returns num_new_tokens, cut before the first image that does not fit
+  // this step's encoder budget or the encoder cache (0: nothing can run now).
+  int plan_encoder_inputs(Request& request, int num_computed, int num_new_tokens);
+  void commit_encoder_inputs(const Request& request, SchedulerOutput& out);
+  void free_computed_encoder_inputs(const Request& request);
   bool check_stop(Request& request) const;
   void trim_drafts(Request& request) const;
   void settle_drafts(Request& request, const std::vector<int32_t>& drafts, size_t num_sampled);
@@ -97,6 +113,12 @@ class Scheduler {
   int step_partial_prefills_ = 0;
   std::vector<int32_t> scratch_block_ids_;
   int64_t num_preemptions_total_ = 0;
+  EncoderCacheManager encoder_cache_;
+  int64_t encoder_budget_ = 0;     // this step's, in embeddings
+  std::vector<int> encoder_plan_;  // of the request being scheduled
+  int64_t encoder_plan_tokens_ = 0;
+  int64_t num_encoded_images_ = 0;
+  int64_t num_encoded_image_tokens_ = 0;
 };
 
 }  // namespace pagedllm

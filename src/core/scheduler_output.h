@@ -22,6 +22,7 @@ struct NewRequestData {
   std::vector<int32_t> block_ids;
   int num_computed_tokens = 0;  // prefix-hit tokens, before this step
   std::optional<int32_t> eos_token_id;
+  std::vector<MultiModalFeature> mm_features;
 };
 
 struct CachedRequestData {
@@ -40,6 +41,12 @@ struct ScheduledTokens {
   int num_tokens = 0;
 };
 
+// Images whose encoder runs this step: indices into the request's mm_features.
+struct ScheduledEncoderInputs {
+  std::string req_id;
+  std::vector<int> inputs;
+};
+
 struct SchedulerOutput {
   std::vector<NewRequestData> scheduled_new_reqs;
   std::vector<CachedRequestData> scheduled_cached_reqs;
@@ -49,6 +56,10 @@ struct SchedulerOutput {
   // Requests that ended since the previous step; the worker drops their state.
   std::vector<std::string> finished_req_ids;
   std::vector<std::string> preempted_req_ids;
+  // Encoder work of this step, and encoder outputs the worker drops (evicted from the encoder
+  // cache) before running it.
+  std::vector<ScheduledEncoderInputs> scheduled_encoder_inputs;
+  std::vector<std::string> free_encoder_identifiers;
 
   // Keeps capacity so that a reused output does not reallocate every step.
   void clear();

@@ -1,5 +1,6 @@
 #include "core/step_serialization.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -12,7 +13,7 @@ namespace {
 using json = nlohmann::json;
 
 // A version tag in every document, so that mismatched builds fail loudly rather than misread.
-constexpr int kFormatVersion = 2;
+constexpr int kFormatVersion = 3;
 
 template <typename T>
 json optional_to_json(const std::optional<T>& v) {
@@ -119,6 +120,37 @@ json open_document(std::span<const uint8_t> bytes, const char* kind) {
   return std::move(doc["body"]);
 }
 
+// Images travel with their pixels, as raw f32 bytes (msgpack's binary type).
+json to_json(const std::vector<MultiModalFeature>& features) {
+  json list = json::array();
+  for (const MultiModalFeature& f : features) {
+    const EncoderInput& in = *f.input;
+    const auto* bytes = reinterpret_cast<const uint8_t*>(in.pixel_values.data());
+    list.push_back({f.identifier, f.offset, f.length, in.grid_t, in.grid_h, in.grid_w,
+                    json::binary_t(std::vector<uint8_t>(
+                        bytes, bytes + in.pixel_values.size() * sizeof(float)))});
+  }
+  return list;
+}
+
+std::vector<MultiModalFeature> features_from(const json& list) {
+  std::vector<MultiModalFeature> features;
+  for (const json& f : list) {
+    auto input = std::make_shared<EncoderInput>();
+    input->grid_t = f.at(3).get<int64_t>();
+    input->grid_h = f.at(4).get<int64_t>();
+    input->grid_w = f.at(5).get<int64_t>();
+    const auto& bytes = f.at(6).get_binary();
+    if (bytes.size() % sizeof(float) != 0)
+      throw std::invalid_argument("malformed SchedulerOutput: pixel bytes");
+    input->pixel_values.resize(bytes.size() / sizeof(float));
+    std::memcpy(input->pixel_values.data(), bytes.data(), bytes.size());
+    features.push_back({f.at(0).get<std::string>(), f.at(1).get<int64_t>(), f.at(2).get<int64_t>(),
+                        std::move(input)});
+  }
+  return features;
+}
+
 // Wraps the nlohmann exceptions of a malformed body in the documented one.
 template <typename F>
 auto decode(const char* kind, F&& f) {
@@ -135,7 +167,8 @@ std::vector<uint8_t> serialize(const SchedulerOutput& out) {
   json new_reqs = json::array();
   for (const NewRequestData& n : out.scheduled_new_reqs) {
     new_reqs.push_back({n.req_id, n.prompt_token_ids, to_json(n.sampling_params), n.block_ids,
-                        n.num_computed_tokens, optional_to_json(n.eos_token_id)});
+                        n.num_computed_tokens, optional_to_json(n.eos_token_id),
+                        to_json(n.mm_features)});
   }
   json cached = json::array();
   for (const CachedRequestData& c : out.scheduled_cached_reqs) {
@@ -146,12 +179,18 @@ std::vector<uint8_t> serialize(const SchedulerOutput& out) {
   for (const ScheduledTokens& s : out.num_scheduled_tokens) {
     scheduled.push_back({s.req_id, s.num_tokens});
   }
-  return json::to_msgpack(document("SchedulerOutput", {{"new", std::move(new_reqs)},
-                                                       {"cached", std::move(cached)},
-                                                       {"scheduled", std::move(scheduled)},
-                                                       {"total", out.total_num_scheduled_tokens},
-                                                       {"finished", out.finished_req_ids},
-                                                       {"preempted", out.preempted_req_ids}}));
+  json encoder = json::array();
+  for (const ScheduledEncoderInputs& e : out.scheduled_encoder_inputs)
+    encoder.push_back({e.req_id, e.inputs});
+  return json::to_msgpack(
+      document("SchedulerOutput", {{"new", std::move(new_reqs)},
+                                   {"encoder", std::move(encoder)},
+                                   {"free_encoder", out.free_encoder_identifiers},
+                                   {"cached", std::move(cached)},
+                                   {"scheduled", std::move(scheduled)},
+                                   {"total", out.total_num_scheduled_tokens},
+                                   {"finished", out.finished_req_ids},
+                                   {"preempted", out.preempted_req_ids}}));
 }
 
 SchedulerOutput deserialize_scheduler_output(std::span<const uint8_t> bytes) {
@@ -162,7 +201,7 @@ SchedulerOutput deserialize_scheduler_output(std::span<const uint8_t> bytes) {
       out.scheduled_new_reqs.push_back(
           {n.at(0).get<std::string>(), n.at(1).get<std::vector<int32_t>>(),
            sampling_params_from(n.at(2)), n.at(3).get<std::vector<int32_t>>(), n.at(4).get<int>(),
-           optional_from_json<int32_t>(n.at(5))});
+           optional_from_json<int32_t>(n.at(5)), features_from(n.at(6))});
     }
     for (const json& c : body.at("cached")) {
       out.scheduled_cached_reqs.push_back(
@@ -172,6 +211,10 @@ SchedulerOutput deserialize_scheduler_output(std::span<const uint8_t> bytes) {
     for (const json& s : body.at("scheduled")) {
       out.num_scheduled_tokens.push_back({s.at(0).get<std::string>(), s.at(1).get<int>()});
     }
+    for (const json& e : body.at("encoder"))
+      out.scheduled_encoder_inputs.push_back(
+          {e.at(0).get<std::string>(), e.at(1).get<std::vector<int>>()});
+    out.free_encoder_identifiers = body.at("free_encoder").get<std::vector<std::string>>();
     out.total_num_scheduled_tokens = body.at("total").get<int>();
     out.finished_req_ids = body.at("finished").get<std::vector<std::string>>();
     out.preempted_req_ids = body.at("preempted").get<std::vector<std::string>>();

@@ -21,6 +21,8 @@
 #include "loader/hf_cache.h"
 #include "loader/load_model.h"
 #include "model/model_factory.h"
+#include "model/vision_model.h"
+#include "multimodal/image_input.h"
 #include "spec_decode/speculative_config.h"
 #include "structured/grammar_cache.h"
 #include "tokenizer/incremental_detokenizer.h"
@@ -48,7 +50,35 @@ int physical_cores() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// Image tokens of the largest image the processor makes (max_pixels after smart_resize): one per
+// merged patch of (patch_size * merge_size)^2 pixels.
+int largest_image_tokens(const Qwen2VLImageProcessorConfig& p) {
+  const int64_t factor = static_cast<int64_t>(p.patch_size) * p.merge_size;
+  return static_cast<int>(std::min<int64_t>(p.max_pixels / (factor * factor), 1 << 30));
+}
+
+std::string hex_of(const ImageHash& h) {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(h.high),
+                static_cast<unsigned long long>(h.low));
+  return buf;
+}
+
+// A GGUF language model names its vision tokens only in its vocabulary.
+std::optional<int32_t> special_token_id(const Tokenizer& tokenizer, const std::string& text) {
+  const std::vector<int32_t> ids = tokenizer.encode(text, false);
+  if (ids.size() != 1 || !tokenizer.is_special(ids[0])) return std::nullopt;
+  return ids[0];
+}
+
 }  // namespace
+
+// What prepare_image makes: the encoder's input and its content hash, shared by the requests
+// that send the same image.
+struct ImageData {
+  std::shared_ptr<const EncoderInput> input;
+  std::string identifier;
+};
 
 struct Engine::Impl {
   struct Tracked {
@@ -72,6 +102,8 @@ struct Engine::Impl {
   MpiExecutor* tp_executor = nullptr;
   // Structured outputs: requests' grammars, compiled when they arrive, shared with the runner.
   std::shared_ptr<structured::TokenGrammarCache> grammars;
+  // Images: the vision half of a vision-language model; null for text-only models.
+  std::shared_ptr<VisionModel> vision;
 
   static DType resolve_kv_dtype(const std::string& name, DType weights) {
     if (name == "f32" || name == "float32") return DType::kF32;
@@ -141,7 +173,9 @@ struct Engine::Impl {
     if (!s.enable_chunked_prefill)
       s.max_num_batched_tokens = std::max(s.max_num_batched_tokens, s.max_model_len);
     config.validate();
+    load_vision(o);
     tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
+    if (vision && !o.mmproj.empty()) take_vision_token_ids();
     kv_cache = std::make_unique<PagedKVCache>(kv_spec(c.num_blocks));
     ProgressBar bar("loading " + options.model);
     model = create_model(
@@ -150,6 +184,7 @@ struct Engine::Impl {
         shard_of(tp));
     model->bind_kv_cache(*kv_cache);
     RunnerOptions runner;
+    runner.vision = vision;
     runner.grammars = grammars =
         std::make_shared<structured::TokenGrammarCache>([this, vocab = mc.vocab_size] {
           return structured::TokenVocabulary::from_tokenizer(*tokenizer, vocab);
@@ -180,7 +215,90 @@ struct Engine::Impl {
                               "; raise --kv-cache-memory, or set --max-model-len to choose");
   }
 
-  std::string add(std::vector<int32_t> ids, const SamplingParams& params, std::string id) {
+  // The vision encoder and the encoder budget and cache, in vLLM's sense: by default one step
+  // may encode max_num_batched_tokens of embeddings, or the largest image if that is more.
+  void load_vision(const EngineOptions& o) {
+    auto loaded = load_vision_model(options.model, o.mmproj);
+    if (!loaded) return;
+    vision = std::const_pointer_cast<VisionModel>(loaded);
+    if (vision->encoder->config().out_hidden_size != weights->config.dim) {
+      throw ConfigError("the vision encoder's output width (" +
+                        std::to_string(vision->encoder->config().out_hidden_size) +
+                        ") is not the language model's (" + std::to_string(weights->config.dim) +
+                        "): --mmproj belongs to another model");
+    }
+    auto& s = config.scheduler;
+    const int largest = std::min(largest_image_tokens(vision->processor), s.max_model_len);
+    s.max_num_encoder_input_tokens = o.max_num_encoder_input_tokens > 0
+                                         ? o.max_num_encoder_input_tokens
+                                         : std::max(s.max_num_batched_tokens, largest);
+    s.encoder_cache_size =
+        o.encoder_cache_size > 0 ? o.encoder_cache_size : s.max_num_encoder_input_tokens;
+    log_info("engine", "vision encoder from " + vision->source + ": encoder budget " +
+                           std::to_string(s.max_num_encoder_input_tokens) +
+                           " tokens per step, encoder cache " +
+                           std::to_string(s.encoder_cache_size) + " tokens");
+  }
+
+  void take_vision_token_ids() {
+    VisionTokenIds& ids = vision->mrope.ids;
+    const std::pair<const char*, int32_t*> names[] = {{"<|vision_start|>", &ids.vision_start},
+                                                      {"<|vision_end|>", &ids.vision_end},
+                                                      {"<|image_pad|>", &ids.image_pad},
+                                                      {"<|video_pad|>", &ids.video_pad}};
+    for (const auto& [text, id] : names) {
+      if (auto found = special_token_id(*tokenizer, text)) *id = *found;
+    }
+  }
+
+  ImageInput prepare_image(std::span<const uint8_t> bytes, const ImageOptions& o) const {
+    if (!vision) {
+      throw std::invalid_argument("this model takes no images (" + options.model +
+                                  " has no vision encoder; a GGUF model needs --mmproj)");
+    }
+    ImagePixelOverrides overrides;
+    if (o.min_pixels > 0) overrides.min_pixels = o.min_pixels;
+    if (o.max_pixels > 0) overrides.max_pixels = o.max_pixels;
+    ImageDecodeOptions decode;
+    if (options.max_image_pixels > 0) decode.max_pixels = options.max_image_pixels;
+    PreparedImage prepared = prepare_qwen2vl_image(bytes, vision->processor, overrides, decode);
+    auto input = std::make_shared<EncoderInput>();
+    input->pixel_values = std::move(prepared.processed.pixel_values);
+    input->grid_t = prepared.processed.grid.t;
+    input->grid_h = prepared.processed.grid.h;
+    input->grid_w = prepared.processed.grid.w;
+    auto data = std::make_shared<ImageData>(ImageData{std::move(input), hex_of(prepared.hash)});
+    return ImageInput{std::move(data), prepared.num_tokens, prepared.source_width,
+                      prepared.source_height};
+  }
+
+  // Widens each image's one pad token to its num_tokens pads and records where they lie.
+  std::vector<MultiModalFeature> place_images(std::vector<int32_t>& ids,
+                                              const std::vector<ImageInput>& images) const {
+    if (!vision) {
+      throw std::invalid_argument("this model takes no images (" + options.model +
+                                  " has no vision encoder; a GGUF model needs --mmproj)");
+    }
+    std::vector<GridTHW> grids;
+    for (const ImageInput& image : images) {
+      if (!image.data || !image.data->input)
+        throw std::invalid_argument("an image was not made by prepare_image");
+      const EncoderInput& in = *image.data->input;
+      grids.push_back({in.grid_t, in.grid_h, in.grid_w});
+    }
+    ExpandedPrompt expanded =
+        expand_image_placeholders(ids, vision->mrope.ids, grids, vision->mrope.spatial_merge_size);
+    std::vector<MultiModalFeature> features;
+    for (size_t k = 0; k < images.size(); ++k) {
+      features.push_back({images[k].data->identifier, expanded.images[k].offset,
+                          expanded.images[k].length, images[k].data->input});
+    }
+    ids = std::move(expanded.tokens);
+    return features;
+  }
+
+  std::string add(std::vector<int32_t> ids, const SamplingParams& params, std::string id,
+                  std::vector<MultiModalFeature> features = {}) {
     if (id.empty()) id = std::to_string(next_id++);
     for (int32_t t : ids) {
       if (t < 0 || t >= weights->config.vocab_size) {
@@ -200,9 +318,22 @@ struct Engine::Impl {
     if (options.detokenize)
       t.detokenizer = std::make_unique<IncrementalDetokenizer>(*tokenizer, previous);
     if (options.delta_outputs) t.out.prompt_token_ids.clear();
-    core->add_request(std::make_unique<Request>(id, std::move(ids), params, tokenizer->eos_id()));
+    auto request = std::make_unique<Request>(id, std::move(ids), params, tokenizer->eos_id());
+    request->mm_features = std::move(features);
+    core->add_request(std::move(request));
     tracked.emplace(id, std::move(t));
     return id;
+  }
+
+  // Time in the vision encoder, where this process runs it.
+  double encoder_seconds() const {
+    if (!vision) return 0.0;
+    try {
+      const EncoderRunner* e = core->runner().encoder();
+      return e ? e->encoder_seconds() : 0.0;
+    } catch (const std::logic_error&) {
+      return 0.0;  // tensor parallelism: no runner in this process's executor
+    }
   }
 
   std::vector<RequestOutput> step() {
@@ -249,6 +380,22 @@ std::string Engine::add_request(std::vector<int32_t> ids, const SamplingParams& 
 std::string Engine::add_request(const std::string& prompt, const SamplingParams& params,
                                 std::string request_id) {
   return impl_->add(impl_->tokenizer->encode(prompt, true), params, std::move(request_id));
+}
+
+std::string Engine::add_request(std::vector<int32_t> ids, std::vector<ImageInput> images,
+                                const SamplingParams& params, std::string request_id) {
+  if (images.empty()) return impl_->add(std::move(ids), params, std::move(request_id));
+  std::vector<MultiModalFeature> features = impl_->place_images(ids, images);
+  return impl_->add(std::move(ids), params, std::move(request_id), std::move(features));
+}
+
+bool Engine::supports_images() const {
+  return impl_->vision != nullptr;
+}
+
+ImageInput Engine::prepare_image(std::span<const uint8_t> bytes,
+                                 const ImageOptions& options) const {
+  return impl_->prepare_image(bytes, options);
 }
 
 void Engine::check_structured_outputs(const StructuredOutputs& outputs) const {
@@ -353,7 +500,11 @@ EngineStats Engine::stats() const {
                      spec.num_drafts,
                      spec.num_draft_tokens,
                      spec.num_accepted_tokens,
-                     spec.accepted_per_position};
+                     spec.accepted_per_position,
+                     s.encoder_cache().usage(),
+                     s.num_encoded_images(),
+                     s.num_encoded_image_tokens(),
+                     impl_->encoder_seconds()};
 }
 
 std::vector<std::string> Engine::last_step_admitted() const {
@@ -420,8 +571,13 @@ std::string Engine::describe() const {
      << " max_num_seqs=" << c.scheduler.max_num_seqs
      << " prefix_caching=" << (c.cache.enable_prefix_caching ? "on" : "off")
      << " chunked_prefill=" << (c.scheduler.enable_chunked_prefill ? "on" : "off")
-     << " speculative=" << pagedllm::describe(c.speculative)
-     << " isa=" << cpu::to_string(cpu::active_isa()) << " matmul=" << cpu::describe_matmul_backend()
+     << " speculative=" << pagedllm::describe(c.speculative);
+  if (impl_->vision) {
+    os << " vision=" << impl_->vision->source
+       << " encoder_budget=" << c.scheduler.max_num_encoder_input_tokens
+       << " encoder_cache=" << c.scheduler.encoder_cache_size;
+  }
+  os << " isa=" << cpu::to_string(cpu::active_isa()) << " matmul=" << cpu::describe_matmul_backend()
      << " cpu=[" << cpu::cpu_flags_summary() << "]";
   return os.str();
 }

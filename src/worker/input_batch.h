@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/multimodal_feature.h"
 #include "core/sampling_params.h"
 #include "spec_decode/draft_length.h"
 #include "structured/matcher.h"
@@ -44,6 +45,11 @@ struct CachedRequestState {
   // -1 while it has not been seen (searched up to constraint_scanned).
   int constraint_start = -1;
   int constraint_scanned = 0;
+  // Images: their placeholders and pixels, and for M-RoPE models the prompt's positions
+  // ([3, num_prompt_tokens], empty for text) and the offset of the positions after it.
+  std::vector<MultiModalFeature> mm_features;
+  std::vector<int32_t> mrope_positions;
+  int64_t mrope_delta = 0;
 };
 
 class InputBatch {

@@ -24,7 +24,8 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
                     ? make_proposer(config.speculative, config.speculative.target_vocab_size,
                                     config.scheduler.max_model_len, config.scheduler.max_num_seqs)
                     : nullptr),
-      grammar_masks_(options_.grammars) {
+      grammar_masks_(options_.grammars),
+      encoder_(options_.vision ? std::make_unique<EncoderRunner>(options_.vision) : nullptr) {
   const auto max_reqs = static_cast<size_t>(config.scheduler.max_num_seqs);
   int max_tokens = config.scheduler.max_num_batched_tokens;
   for (int b : options_.padding_buckets) max_tokens = std::max(max_tokens, b);
@@ -95,6 +96,8 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
     s.matcher.reset();
     s.constraint_start = -1;
     s.constraint_scanned = 0;
+    s.mm_features = n.mm_features;
+    if (encoder_) encoder_->init_request(s);
     to_add.push_back(&s);
   }
   cursor = 0;
@@ -113,6 +116,9 @@ void ModelRunner::update_states(const SchedulerOutput& out) {
     const CachedRequestState& s = *batch_.state(row);
     if (!s.drafts.empty()) batch_.write_drafts(row, s.drafts);
   }
+  // The step's images are encoded before its inputs are gathered (on every tensor-parallel
+  // rank: each needs the embeddings for its shard of the forward pass).
+  if (encoder_) encoder_->execute(out, requests_);
 }
 
 // New and cached requests are listed in the same relative order as num_scheduled_tokens, so
@@ -206,6 +212,7 @@ void ModelRunner::reorder_decodes_first() {
 const ModelInputs& ModelRunner::prepare_inputs() {
   compute_request_level();
   compute_token_level();
+  if (encoder_) encoder_->prepare(batch_, inputs_);
   compute_split_view();
   compute_attention_state();
   if (options_.build_attention_mask) compute_attention_mask();

@@ -18,6 +18,7 @@
 #include "sampling/sampler.h"
 #include "spec_decode/proposer.h"
 #include "structured/grammar_cache.h"
+#include "worker/encoder_runner.h"
 #include "worker/grammar_masks.h"
 #include "worker/input_batch.h"
 
@@ -33,6 +34,8 @@ struct RunnerOptions {
   // Structured outputs: the grammars bound to the model's vocabulary (shared with the engine,
   // which compiles a request's grammar when it arrives); null on ranks that do not sample.
   std::shared_ptr<structured::TokenGrammarCache> grammars;
+  // Images: the model's vision encoder and M-RoPE settings; null for a text-only model.
+  std::shared_ptr<const VisionModel> vision;
 };
 
 class ModelRunner {
@@ -57,6 +60,8 @@ class ModelRunner {
   // Batch row of out.num_scheduled_tokens[k] for the last update_states().
   int row_of_scheduled(size_t k) const { return row_of_scheduled_[k]; }
   const CachedRequestState* request_state(const std::string& req_id) const;
+  // Null for a text-only model.
+  const EncoderRunner* encoder() const { return encoder_.get(); }
 
  private:
   static size_t advance_to(const SchedulerOutput& out, size_t& cursor, const std::string& id);
@@ -100,6 +105,7 @@ class ModelRunner {
   std::vector<int> wanted_drafts_;                   // per row, for a batched proposer
   std::vector<ProposalRequest> proposals_;
   GrammarMasks grammar_masks_;
+  std::unique_ptr<EncoderRunner> encoder_;  // null for a text-only model
 };
 
 }  // namespace pagedllm

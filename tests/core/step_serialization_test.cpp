@@ -29,14 +29,20 @@ SchedulerOutput full_scheduler_output() {
   p.structured_outputs->disable_any_whitespace = true;
   p.structured_outputs->start_after = {7, 8};
   SchedulerOutput out;
-  out.scheduled_new_reqs.push_back({"new-1", {1, 2, 3, 4}, p, {7, 8}, 16, 2});
-  out.scheduled_new_reqs.push_back({"new-2", {9}, SamplingParams{}, {3}, 0, std::nullopt});
+  auto pixels = std::make_shared<EncoderInput>();
+  pixels->pixel_values = {0.5f, -1.25f, 3.0f, 1e-7f};
+  pixels->grid_t = 1, pixels->grid_h = 2, pixels->grid_w = 4;
+  out.scheduled_new_reqs.push_back(
+      {"new-1", {1, 2, 3, 4}, p, {7, 8}, 16, 2, {{"ab12", 1, 2, pixels}}});
+  out.scheduled_new_reqs.push_back({"new-2", {9}, SamplingParams{}, {3}, 0, std::nullopt, {}});
   out.scheduled_cached_reqs.push_back({"old-1", {11}, 40, false, {17, 18, 19}});
   out.scheduled_cached_reqs.push_back({"resumed", {4, 5, 6}, 0, true, {}});
   out.num_scheduled_tokens = {{"old-1", 4}, {"resumed", 30}, {"new-1", 4}, {"new-2", 1}};
   out.total_num_scheduled_tokens = 39;
   out.finished_req_ids = {"gone"};
   out.preempted_req_ids = {"victim-a", "victim-b"};
+  out.scheduled_encoder_inputs = {{"new-1", {0}}};
+  out.free_encoder_identifiers = {"cd34"};
   return out;
 }
 
@@ -79,7 +85,23 @@ TEST(StepSerialization, SchedulerOutputRoundTripsEveryField) {
     EXPECT_EQ(x.block_ids, y.block_ids);
     EXPECT_EQ(x.num_computed_tokens, y.num_computed_tokens);
     EXPECT_EQ(x.eos_token_id, y.eos_token_id);
+    ASSERT_EQ(x.mm_features.size(), y.mm_features.size());
+    for (size_t k = 0; k < x.mm_features.size(); ++k) {
+      const MultiModalFeature &f = x.mm_features[k], &g = y.mm_features[k];
+      EXPECT_EQ(f.identifier, g.identifier);
+      EXPECT_EQ(f.offset, g.offset);
+      EXPECT_EQ(f.length, g.length);
+      EXPECT_EQ(f.input->pixel_values, g.input->pixel_values);
+      EXPECT_EQ(f.input->grid_t, g.input->grid_t);
+      EXPECT_EQ(f.input->grid_h, g.input->grid_h);
+      EXPECT_EQ(f.input->grid_w, g.input->grid_w);
+    }
   }
+  ASSERT_EQ(b.scheduled_new_reqs[0].mm_features.size(), 1u);
+  ASSERT_EQ(b.scheduled_encoder_inputs.size(), 1u);
+  EXPECT_EQ(b.scheduled_encoder_inputs[0].req_id, "new-1");
+  EXPECT_EQ(b.scheduled_encoder_inputs[0].inputs, std::vector<int>{0});
+  EXPECT_EQ(b.free_encoder_identifiers, std::vector<std::string>{"cd34"});
   ASSERT_EQ(b.scheduled_cached_reqs.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     const auto &x = a.scheduled_cached_reqs[i], &y = b.scheduled_cached_reqs[i];

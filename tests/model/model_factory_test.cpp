@@ -80,7 +80,8 @@ class OneRequestForward : public ::testing::Test {
   ModelInputs prepare(const std::vector<int32_t>& prompt) {
     runner_ = std::make_unique<ModelRunner>(cfg_);
     SchedulerOutput out;
-    out.scheduled_new_reqs.push_back({"r", prompt, SamplingParams{}, {1, 2, 3}, 0, std::nullopt});
+    out.scheduled_new_reqs.push_back(
+        {"r", prompt, SamplingParams{}, {1, 2, 3}, 0, std::nullopt, {}});
     const int n = static_cast<int>(prompt.size());
     out.num_scheduled_tokens.push_back({"r", n});
     out.total_num_scheduled_tokens = n;

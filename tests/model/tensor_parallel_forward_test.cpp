@@ -46,7 +46,8 @@ class ThreadAllReduce {
 
 ModelInputs prefill_inputs(ModelRunner& runner, const std::vector<int32_t>& prompt) {
   SchedulerOutput out;
-  out.scheduled_new_reqs.push_back({"r", prompt, SamplingParams{}, {1, 2, 3, 4}, 0, std::nullopt});
+  out.scheduled_new_reqs.push_back(
+      {"r", prompt, SamplingParams{}, {1, 2, 3, 4}, 0, std::nullopt, {}});
   const int n = static_cast<int>(prompt.size());
   out.num_scheduled_tokens.push_back({"r", n});
   out.total_num_scheduled_tokens = n;

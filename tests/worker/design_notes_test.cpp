@@ -252,7 +252,7 @@ TEST(PrepareInputs, PaddingBucketsSetPaddingSlotsToMinusOne) {
   options.padding_buckets = {8, 16};
   ModelRunner runner(cfg, options);
   SchedulerOutput out;
-  NewRequestData n{"a", {5, 6, 7}, {}, {3}, 0, std::nullopt};
+  NewRequestData n{"a", {5, 6, 7}, {}, {3}, 0, std::nullopt, {}};
   out.scheduled_new_reqs.push_back(n);
   out.num_scheduled_tokens.push_back({"a", 3});
   out.total_num_scheduled_tokens = 3;

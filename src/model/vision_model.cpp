@@ -1,0 +1,138 @@
+#include "model/vision_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "format/gguf_file.h"
+#include "format/mapped_file.h"
+#include "format/safetensors_file.h"
+#include "multimodal/vision_gguf.h"
+
+namespace pagedllm {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+json read_config(const std::string& dir) {
+  std::ifstream in(fs::path(dir) / "config.json");
+  json config = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (config.is_discarded() || !config.is_object())
+    throw ModelLoadError(dir + "/config.json is not a JSON object");
+  return config;
+}
+
+// The safetensors files of a directory that hold the encoder, with the prefix its tensors carry
+// ("visual." on the Hub, "model.visual." as newer transformers save them).
+struct VisionShards {
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  std::string prefix;
+};
+
+VisionShards open_vision_shards(const std::string& dir) {
+  VisionShards shards;
+  std::vector<fs::path> paths;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (entry.path().extension() == ".safetensors") paths.push_back(entry.path());
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const fs::path& p : paths) {
+    auto file = std::make_unique<SafetensorsFile>(p.string());
+    bool has_vision = false;
+    for (const char* prefix : {"visual.", "model.visual."}) {
+      if (file->find(std::string(prefix) + "patch_embed.proj.weight") ||
+          file->find(std::string(prefix) + "blocks.0.norm1.weight")) {
+        shards.prefix = prefix;
+        has_vision = true;
+      }
+    }
+    if (has_vision || !shards.prefix.empty()) shards.files.push_back(std::move(file));
+  }
+  if (shards.files.empty())
+    throw ModelLoadError(dir + ": no safetensors file holds the vision encoder (visual.*)");
+  return shards;
+}
+
+// Looks each tensor up in whichever shard holds it.
+VisionWeightSource sharded_source(const VisionShards& shards) {
+  std::vector<VisionWeightSource> sources;
+  for (const auto& f : shards.files)
+    sources.push_back(safetensors_vision_weights(*f, shards.prefix));
+  return [&shards, sources](const std::string& name, size_t elements) {
+    for (size_t i = 0; i < shards.files.size(); ++i) {
+      if (shards.files[i]->find(shards.prefix + name)) return sources[i](name, elements);
+    }
+    throw ModelLoadError("vision weights: missing tensor " + shards.prefix + name);
+  };
+}
+
+std::shared_ptr<VisionModel> load_from_hf(const std::string& dir) {
+  const json config = read_config(dir);
+  auto vm = std::make_shared<VisionModel>();
+  try {
+    vm->mrope = MropeConfig::from_hf_config(config);
+    const VisionEncoderConfig vc = VisionEncoderConfig::from_hf_config(config);
+    const bool has_processor = fs::exists(fs::path(dir) / "preprocessor_config.json");
+    if (has_processor) vm->processor = Qwen2VLImageProcessorConfig::from_file(dir);
+    vm->processor.patch_size = vc.patch_size;
+    vm->processor.temporal_patch_size = vc.temporal_patch_size;
+    vm->processor.merge_size = vc.spatial_merge_size;
+    const VisionShards shards = open_vision_shards(dir);
+    vm->encoder = std::make_unique<VisionEncoder>(vc, sharded_source(shards));
+  } catch (const std::invalid_argument& e) {
+    throw ModelLoadError(dir + ": " + e.what());
+  }
+  vm->source = dir;
+  return vm;
+}
+
+std::array<float, 3> three_floats(const GGUFFile& file, const std::string& key,
+                                  std::array<float, 3> fallback) {
+  const GGUFValue* v = file.find(key);
+  if (!v || v->floats.size() != 3) return fallback;
+  return {static_cast<float>(v->floats[0]), static_cast<float>(v->floats[1]),
+          static_cast<float>(v->floats[2])};
+}
+
+std::shared_ptr<VisionModel> load_from_mmproj(const std::string& path) {
+  auto file = std::make_shared<GGUFFile>(path);
+  auto vm = std::make_shared<VisionModel>();
+  try {
+    const VisionEncoderConfig vc = vision_config_from_mmproj(*file);
+    vm->mrope.variant =
+        vc.family == VisionFamily::kQwen25VL ? MropeVariant::kQwen25VL : MropeVariant::kQwen2VL;
+    vm->mrope.spatial_merge_size = vc.spatial_merge_size;
+    vm->processor.patch_size = vc.patch_size;
+    vm->processor.temporal_patch_size = vc.temporal_patch_size;
+    vm->processor.merge_size = vc.spatial_merge_size;
+    vm->processor.image_mean =
+        three_floats(*file, "clip.vision.image_mean", vm->processor.image_mean);
+    vm->processor.image_std = three_floats(*file, "clip.vision.image_std", vm->processor.image_std);
+    vm->encoder = std::make_unique<VisionEncoder>(vc, mmproj_vision_weights(*file));
+  } catch (const std::invalid_argument& e) {
+    throw ModelLoadError(path + ": " + e.what());
+  }
+  vm->source = path;
+  return vm;
+}
+
+}  // namespace
+
+bool has_vision_config(const std::string& model_path) {
+  if (!fs::is_directory(model_path) || !fs::exists(fs::path(model_path) / "config.json"))
+    return false;
+  const json config = read_config(model_path);
+  return config.contains("vision_config");
+}
+
+std::shared_ptr<const VisionModel> load_vision_model(const std::string& model_path,
+                                                     const std::string& mmproj) {
+  if (!mmproj.empty()) return load_from_mmproj(mmproj);
+  if (has_vision_config(model_path)) return load_from_hf(model_path);
+  return nullptr;
+}
+
+}  // namespace pagedllm
