@@ -1,5 +1,7 @@
 #include "multimodal/vision_encoder.h"
 
+#include "kernels/cpu/linear.h"
+
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -306,9 +308,7 @@ void VisionEncoder::attention(const Block& b, std::vector<float>& x, std::span<c
         float largest = -INFINITY;
         for (int64_t ki = begin; ki < end; ++ki) {
           const float* k = &qkv[ki * 3 * d + d + head * hd];
-          float dot = 0.0f;
-          for (int i = 0; i < hd; ++i) dot += q[i] * k[i];
-          p[ki - begin] = dot * scale;
+          p[ki - begin] = cpu::dot(q, k, hd) * scale;  // 16 lanes: vectorised, order fixed
           largest = std::max(largest, p[ki - begin]);
         }
         float total = 0.0f;
