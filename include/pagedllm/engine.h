@@ -141,6 +141,9 @@ class Engine {
   // Thread-safe: the server prepares images on its HTTP threads. Throws std::invalid_argument
   // with a one-line reason for bad bytes, an image too large, or a model without images.
   ImageInput prepare_image(std::span<const uint8_t> bytes, const ImageOptions& options = {}) const;
+  // The same for decoded pixels: `rgb` holds height rows of width RGB triplets (8 bits each).
+  ImageInput prepare_image_rgb(std::span<const uint8_t> rgb, int width, int height,
+                               const ImageOptions& options = {}) const;
   // Compiles a structured-output constraint for this model's vocabulary (kept for the request
   // that will carry it); throws std::invalid_argument saying what does not compile.
   // Thread-safe: the server checks on its HTTP threads, so a slow schema never holds up a step.

@@ -1,5 +1,7 @@
 #include "cli/bench_command.h"
 
+#include "cli/bench_images.h"
+
 #include "cli/bench_serve_command.h"
 #include "cli/bench_structured_command.h"
 #include "cli/subcommand.h"
@@ -278,6 +280,7 @@ struct ThroughputOptions {
   int input_len = 128;
   int output_len = 128;
   std::string structured;  // a JSON Schema file every request's output must follow
+  BenchImageOptions images;
   bool json = false;
 };
 
@@ -297,7 +300,8 @@ SamplingParams throughput_params(const ThroughputOptions& o, Engine& engine) {
 }
 
 int run_throughput(ThroughputOptions& o) {
-  if (o.engine.max_model_len <= 0) o.engine.max_model_len = o.input_len + o.output_len;
+  if (o.engine.max_model_len <= 0 && !o.images.enabled())
+    o.engine.max_model_len = o.input_len + o.output_len;
   if (run_as_tensor_parallel_worker(o.engine)) return 0;
   const std::unique_ptr<Engine> opened = open_engine(o.engine, "bench");
   Engine& engine = *opened;
@@ -306,7 +310,14 @@ int run_throughput(ThroughputOptions& o) {
   for (int i = 0; i < o.num_prompts; ++i)
     prompts.push_back(random_prompt(rng, o.input_len, engine.vocab_size()));
   const SamplingParams params = throughput_params(o, engine);
-  for (const auto& p : prompts) engine.add_request(p, params);
+  BenchImages images;
+  if (o.images.enabled()) images = make_bench_images(engine, o.images, prompts, rng);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    if (images.per_prompt.empty())
+      engine.add_request(prompts[i], params);
+    else
+      engine.add_request(prompts[i], images.per_prompt[i], params);
+  }
   ProgressBar bar("bench throughput");
   const EngineStats before = engine.stats();
   const auto t0 = Clock::now();
@@ -321,7 +332,11 @@ int run_throughput(ThroughputOptions& o) {
   const double secs = seconds_since(t0);
   bar.finish();
   const SpecSummary spec = spec_since(before, engine.stats());
-  const double in_tokens = static_cast<double>(o.num_prompts) * o.input_len;
+  const EngineStats after = engine.stats();
+  // Image requests count their image tokens as input, as usage.prompt_tokens does.
+  const double in_tokens = static_cast<double>(o.num_prompts) * o.input_len +
+                           static_cast<double>(images.num_image_tokens + 2 * images.num_images);
+  const double encoder_s = after.encoder_seconds - before.encoder_seconds;
   const double req_s = o.num_prompts / secs;
   const double out_s = static_cast<double>(out_tokens) / secs;
   const double total_s = (in_tokens + static_cast<double>(out_tokens)) / secs;
@@ -339,6 +354,14 @@ int run_throughput(ThroughputOptions& o) {
     j["output_tokens_per_s"] = out_s;
     j["total_tokens_per_s"] = total_s;
     if (!o.engine.speculative_config.empty()) add_spec_json(j, spec);
+    if (images.num_images > 0) {
+      j["images"] = images.num_images;
+      j["image_tokens"] = images.num_image_tokens;
+      j["image_prepare_s"] = images.prepare_seconds;
+      j["encoder_s"] = encoder_s;
+      j["encoder_ms_per_image"] = 1e3 * encoder_s / static_cast<double>(images.num_images);
+      j["image_tokens_per_s"] = static_cast<double>(images.num_image_tokens) / secs;
+    }
     std::cout << j.dump() << "\n";
   } else {
     std::printf(
@@ -346,6 +369,16 @@ int run_throughput(ThroughputOptions& o) {
         "tokens/s), %.1f s\n",
         req_s, total_s, out_s, in_tokens / secs, secs);
     if (!o.engine.speculative_config.empty()) print_spec(spec);
+    if (images.num_images > 0) {
+      std::printf(
+          "Images: %lld (%lld image tokens), encoder %.1f ms per image (%.1f s of the run), "
+          "%.2f image tokens/s; preprocessing %.1f ms per image (before the clock)\n",
+          static_cast<long long>(images.num_images),
+          static_cast<long long>(images.num_image_tokens),
+          1e3 * encoder_s / static_cast<double>(images.num_images), encoder_s,
+          static_cast<double>(images.num_image_tokens) / secs,
+          1e3 * images.prepare_seconds / static_cast<double>(images.num_images));
+    }
   }
   return 0;
 }
@@ -400,6 +433,12 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   t->add_option("--output-len", thr->output_len, "Generated tokens per request")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  t->add_option("--image-size", thr->images.size,
+                "Give every prompt random images of WxH pixels (e.g. 448x448; a vision-language "
+                "model), placed before its text");
+  t->add_option("--images-per-prompt", thr->images.per_prompt,
+                "Images per prompt with --image-size (default 1)")
+      ->check(CLI::Range(1, 64));
   t->add_option("--structured", thr->structured,
                 "A JSON Schema file: every request's output must follow it (structured outputs; "
                 "compare with the same run without it)")

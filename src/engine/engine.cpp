@@ -251,17 +251,38 @@ struct Engine::Impl {
     }
   }
 
-  ImageInput prepare_image(std::span<const uint8_t> bytes, const ImageOptions& o) const {
-    if (!vision) {
-      throw std::invalid_argument("this model takes no images (" + options.model +
-                                  " has no vision encoder; a GGUF model needs --mmproj)");
-    }
+  void require_vision() const {
+    if (vision) return;
+    throw std::invalid_argument("this model takes no images (" + options.model +
+                                " has no vision encoder; a GGUF model needs --mmproj)");
+  }
+
+  static ImagePixelOverrides overrides_of(const ImageOptions& o) {
     ImagePixelOverrides overrides;
     if (o.min_pixels > 0) overrides.min_pixels = o.min_pixels;
     if (o.max_pixels > 0) overrides.max_pixels = o.max_pixels;
+    return overrides;
+  }
+
+  ImageInput prepare_image(std::span<const uint8_t> bytes, const ImageOptions& o) const {
+    require_vision();
     ImageDecodeOptions decode;
     if (options.max_image_pixels > 0) decode.max_pixels = options.max_image_pixels;
-    PreparedImage prepared = prepare_qwen2vl_image(bytes, vision->processor, overrides, decode);
+    return to_input(prepare_qwen2vl_image(bytes, vision->processor, overrides_of(o), decode));
+  }
+
+  ImageInput prepare_image_rgb(std::span<const uint8_t> rgb, int width, int height,
+                               const ImageOptions& o) const {
+    require_vision();
+    if (width <= 0 || height <= 0 ||
+        rgb.size() != static_cast<size_t>(width) * static_cast<size_t>(height) * 3)
+      throw std::invalid_argument("image pixels must be height x width x 3 bytes of RGB");
+    Image image(width, height, 3);
+    std::copy(rgb.begin(), rgb.end(), image.pixels.begin());
+    return to_input(prepare_qwen2vl_image(image, vision->processor, overrides_of(o)));
+  }
+
+  static ImageInput to_input(PreparedImage prepared) {
     auto input = std::make_shared<EncoderInput>();
     input->pixel_values = std::move(prepared.processed.pixel_values);
     input->grid_t = prepared.processed.grid.t;
@@ -275,10 +296,7 @@ struct Engine::Impl {
   // Widens each image's one pad token to its num_tokens pads and records where they lie.
   std::vector<MultiModalFeature> place_images(std::vector<int32_t>& ids,
                                               const std::vector<ImageInput>& images) const {
-    if (!vision) {
-      throw std::invalid_argument("this model takes no images (" + options.model +
-                                  " has no vision encoder; a GGUF model needs --mmproj)");
-    }
+    require_vision();
     std::vector<GridTHW> grids;
     for (const ImageInput& image : images) {
       if (!image.data || !image.data->input)
@@ -396,6 +414,11 @@ bool Engine::supports_images() const {
 ImageInput Engine::prepare_image(std::span<const uint8_t> bytes,
                                  const ImageOptions& options) const {
   return impl_->prepare_image(bytes, options);
+}
+
+ImageInput Engine::prepare_image_rgb(std::span<const uint8_t> rgb, int width, int height,
+                                     const ImageOptions& options) const {
+  return impl_->prepare_image_rgb(rgb, width, height, options);
 }
 
 void Engine::check_structured_outputs(const StructuredOutputs& outputs) const {

@@ -18,11 +18,8 @@ ImageHash image_content_hash(const ProcessedImage& image) {
   return {hash.low64, hash.high64};
 }
 
-PreparedImage prepare_qwen2vl_image(std::span<const uint8_t> bytes,
-                                    const Qwen2VLImageProcessorConfig& config,
-                                    const ImagePixelOverrides& overrides,
-                                    const ImageDecodeOptions& decode, AlphaHandling alpha) {
-  const Image image = decode_image(bytes, decode);
+PreparedImage prepare_qwen2vl_image(const Image& image, const Qwen2VLImageProcessorConfig& config,
+                                    const ImagePixelOverrides& overrides, AlphaHandling alpha) {
   PreparedImage prepared;
   prepared.source_width = image.width;
   prepared.source_height = image.height;
@@ -30,6 +27,13 @@ PreparedImage prepare_qwen2vl_image(std::span<const uint8_t> bytes,
   prepared.num_tokens = num_image_tokens(prepared.processed.grid, config.merge_size);
   prepared.hash = image_content_hash(prepared.processed);
   return prepared;
+}
+
+PreparedImage prepare_qwen2vl_image(std::span<const uint8_t> bytes,
+                                    const Qwen2VLImageProcessorConfig& config,
+                                    const ImagePixelOverrides& overrides,
+                                    const ImageDecodeOptions& decode, AlphaHandling alpha) {
+  return prepare_qwen2vl_image(decode_image(bytes, decode), config, overrides, alpha);
 }
 
 }  // namespace pagedllm

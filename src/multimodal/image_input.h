@@ -36,4 +36,9 @@ PreparedImage prepare_qwen2vl_image(std::span<const uint8_t> bytes,
                                     const ImageDecodeOptions& decode = {},
                                     AlphaHandling alpha = AlphaHandling::kDrop);
 
+// The same for pixels already decoded.
+PreparedImage prepare_qwen2vl_image(const Image& image, const Qwen2VLImageProcessorConfig& config,
+                                    const ImagePixelOverrides& overrides = {},
+                                    AlphaHandling alpha = AlphaHandling::kDrop);
+
 }  // namespace pagedllm
