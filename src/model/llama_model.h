@@ -51,6 +51,9 @@ class LlamaModel : public Model {
                                    DType dtype = DType::kF32);
 
  private:
+  // This step's rotary angles into rope_: from positions, or for an M-RoPE model from
+  // mrope_positions when the step has them (a text-only step's three rows equal positions).
+  void compute_rope_angles(const ModelInputs& in);
   // The step's input embeddings: token rows, then the rows the inputs overwrite.
   void embed(const ModelInputs& in, float* out) const;
   // Layer `layer` for every token of the step. With out_rows, only the K and V of every token
