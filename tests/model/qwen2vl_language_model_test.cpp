@@ -1,8 +1,8 @@
 // The Qwen2-VL / Qwen2.5-VL language model: logits against a numpy transcription of HF's text
 // model (tests/reference/qwen2vl_lm_reference.py) on a prompt with image rows given as
-// embeddings and M-RoPE positions from get_rope_index; text-only steps without 3-row positions;
-// and make-model's HF directory, its GGUF + mmproj pair and newer transformers' naming loading
-// to identical logits.
+// embeddings and M-RoPE positions from get_rope_index, in two steps that split the image;
+// text-only steps without 3-row positions; and make-model's HF directory, its GGUF + mmproj
+// pair and newer transformers' naming loading to identical logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -57,10 +57,13 @@ ImagePrompt image_prompt(const VisionLanguagePreset& preset) {
   return p;
 }
 
-// One prefill of the prompt with logits at every token; mrope_positions when `mrope`.
+// The prompt through the model in steps of `chunks` tokens (one prefill when empty), with
+// logits at every token; mrope_positions when `mrope`, the image rows when `image_rows`.
 std::vector<float> forward_all_rows(std::shared_ptr<const ModelWeights> weights,
-                                    const ImagePrompt& p, bool mrope, bool image_rows = true) {
+                                    const ImagePrompt& p, bool mrope, bool image_rows = true,
+                                    std::vector<int> chunks = {}) {
   const int n = static_cast<int>(p.tokens.size());
+  if (chunks.empty()) chunks = {n};
   EngineConfig cfg;
   cfg.cache.block_size = 4;
   cfg.cache.num_blocks = 16;
@@ -71,30 +74,50 @@ std::vector<float> forward_all_rows(std::shared_ptr<const ModelWeights> weights,
   PagedKVCache cache(LlamaModel::kv_cache_spec(weights->config, 16, 4));
   model.bind_kv_cache(cache);
   ModelRunner runner(cfg);
-  SchedulerOutput out;
-  out.scheduled_new_reqs.push_back(
-      {"r", p.tokens, SamplingParams{}, {1, 2, 3, 4, 5, 6}, 0, std::nullopt});
-  out.num_scheduled_tokens.push_back({"r", n});
-  out.total_num_scheduled_tokens = n;
-  runner.update_states(out);
-  ModelInputs in = runner.prepare_inputs();
-  for (int t = 0; t < n; ++t) in.logits_indices[static_cast<size_t>(t)] = t;
-  in.num_logits = n;
-  in.logits_start_loc[1] = n;
-  in.mrope_positions.clear();
-  if (mrope) {
-    in.mrope_stride = 64;
-    in.mrope_positions.assign(3 * 64, 0);
-    for (int r = 0; r < 3; ++r) {
-      for (int t = 0; t < n; ++t) in.mrope_positions[size_t(r * 64 + t)] = p.positions.at(r, t);
+  std::vector<float> logits;
+  int begin = 0;
+  for (const int count : chunks) {
+    SchedulerOutput out;
+    if (begin == 0) {
+      out.scheduled_new_reqs.push_back(
+          {"r", p.tokens, SamplingParams{}, {1, 2, 3, 4, 5, 6}, 0, std::nullopt});
+    } else {
+      out.scheduled_cached_reqs.push_back({"r", {}, begin, false, {}});
     }
+    out.num_scheduled_tokens.push_back({"r", count});
+    out.total_num_scheduled_tokens = count;
+    runner.update_states(out);
+    ModelInputs in = runner.prepare_inputs();
+    for (int t = 0; t < count; ++t) in.logits_indices[static_cast<size_t>(t)] = t;
+    in.num_logits = count;
+    in.logits_start_loc[1] = count;
+    in.mrope_positions.clear();
+    if (mrope) {
+      in.mrope_stride = 64;
+      in.mrope_positions.assign(3 * 64, 0);
+      for (int r = 0; r < 3; ++r) {
+        for (int t = 0; t < count; ++t)
+          in.mrope_positions[size_t(r * 64 + t)] = p.positions.at(r, begin + t);
+      }
+    }
+    // The image rows of this step, as indices into its tokens.
+    std::vector<int32_t> rows;
+    std::vector<float> values;
+    const size_t dim = static_cast<size_t>(weights->config.dim);
+    for (size_t i = 0; i < p.image_rows.size() && image_rows; ++i) {
+      const int32_t row = p.image_rows[i] - begin;
+      if (row < 0 || row >= count) continue;
+      rows.push_back(row);
+      values.insert(values.end(), p.image_values.begin() + long(i * dim),
+                    p.image_values.begin() + long((i + 1) * dim));
+    }
+    in.embed_rows = rows;
+    in.embed_values = values;
+    std::vector<float> step(static_cast<size_t>(count * weights->config.vocab_size));
+    model.forward(in, step);
+    logits.insert(logits.end(), step.begin(), step.end());
+    begin += count;
   }
-  if (image_rows) {
-    in.embed_rows = p.image_rows;
-    in.embed_values = p.image_values;
-  }
-  std::vector<float> logits(static_cast<size_t>(n * weights->config.vocab_size));
-  model.forward(in, logits);
   return logits;
 }
 
@@ -162,7 +185,9 @@ TEST_P(Qwen2VLReference, LogitsOfEveryTokenEqualHfForwardWithImageRowsAndMropePo
   ASSERT_NE(p.positions.at(1, 9), p.positions.at(2, 9));
   ASSERT_LT(p.positions.delta, 0);
 
-  const std::vector<float> got = forward_all_rows(load(dir), p, true);
+  // Two steps, the image split between them: its rows in the second step are indices into that
+  // step's tokens, and the first step's keys come back from the cache.
+  const std::vector<float> got = forward_all_rows(load(dir), p, true, true, {10, 12});
   const json ref = numpy_logits(dir, p);
   ASSERT_EQ(ref.size(), p.tokens.size());
   const size_t vocab = static_cast<size_t>(preset.text.vocab_size);
