@@ -1,7 +1,8 @@
-// The Llama-family forward pass (Llama 2/3, Mistral, Qwen2/2.5/3) over the paged KV cache:
-// embedding, then per layer RMSNorm, QKV (+bias, +Q/K norm), RoPE from positions,
-// reshape_and_cache, paged attention with GQA, output projection, RMSNorm, SwiGLU MLP; logits
-// only at logits_indices.
+// The Llama-family forward pass (Llama 2/3, Mistral, Qwen2/2.5/3, and the Qwen2-VL / Qwen2.5-VL
+// language model, whose RoPE is M-RoPE) over the paged KV cache: embedding (rows the inputs
+// give overwrite their tokens'), then per layer RMSNorm, QKV (+bias, +Q/K norm), RoPE from
+// positions (or mrope_positions), reshape_and_cache, paged attention with GQA, output
+// projection, RMSNorm, SwiGLU MLP; logits only at logits_indices.
 #pragma once
 
 #include <functional>

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/dequant.h"
 #include "format/tensor_writer.h"
 #include "model/presets.h"
 #include "multimodal/vision_gguf.h"
@@ -251,6 +252,15 @@ std::vector<GGUFMetadataEntry> gguf_tokenizer(const VisionLanguagePreset& p, int
           {"tokenizer.chat_template", gguf_string(qwen2vl_chat_template())}};
 }
 
+// The values a Hugging Face file of `dtype` holds, so that the GGUF pair, which keeps vectors
+// (and f32 projector matrices) in f32, holds the same weights.
+void round_to(DType dtype, std::vector<float>& values) {
+  for (float& v : values) {
+    if (dtype == DType::kBF16) v = bf16_to_f32(f32_to_bf16(v));
+    if (dtype == DType::kF16) v = f16_to_f32(f32_to_f16(v));
+  }
+}
+
 void check_vocabulary(const VisionLanguagePreset& p, const ExportSpec& spec) {
   if (spec.config.vocab_size < p.first_special_id + kNumSpecialTokens) {
     throw std::invalid_argument(p.name + " needs a vocabulary of at least " +
@@ -386,9 +396,24 @@ void write_vision_language_gguf(const VisionLanguagePreset& preset, ExportSpec s
   spec.source_rope = RopeStyle::kNeox;
   spec.vocab.reset();
   spec.extra_gguf_metadata = gguf_tokenizer(preset, spec.config.vocab_size);
-  export_gguf(spec, random_weights(spec.config, seed), path, progress);
-  write_mmproj_gguf(mmproj_path, preset.vision, random_vision_weights(seed),
-                    spec.dtype == DType::kF16 ? DType::kF16 : DType::kF32, preset.preprocessor);
+  const DType dtype = spec.dtype;
+  const WeightSource lm = random_weights(spec.config, seed);
+  export_gguf(
+      spec,
+      [lm, dtype](WeightRole role, int layer, std::vector<float>& out) {
+        lm(role, layer, out);
+        round_to(dtype, out);
+      },
+      path, progress);
+  const VisionWeightSource vision = random_vision_weights(seed);
+  write_mmproj_gguf(
+      mmproj_path, preset.vision,
+      [vision, dtype](const std::string& name, size_t elements) {
+        std::vector<float> values = vision(name, elements);
+        round_to(dtype, values);
+        return values;
+      },
+      dtype == DType::kF16 ? DType::kF16 : DType::kF32, preset.preprocessor);
 }
 
 }  // namespace pagedllm

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/dequant.h"
 #include "format/safetensors_file.h"
 #include "format/tensor_writer.h"
 #include "loader/load_model.h"
@@ -243,8 +244,9 @@ void write_new_transformers_layout(const std::string& dir, const std::string& ou
                           : name.starts_with("visual.") ? "model." + name
                                                         : name;
     const SafetensorsTensor* src = &t;
-    tensors.push_back({renamed, t.shape, DType::kF32, [src](std::vector<float>& v) {
-                         std::memcpy(v.data(), src->data, v.size() * sizeof(float));
+    const DType dtype = *dtype_of_safetensors(t.dtype);
+    tensors.push_back({renamed, t.shape, dtype, [src, dtype](std::vector<float>& v) {
+                         dequantize_row(dtype, src->data, v.data(), int64_t(v.size()));
                        }});
   }
   write_safetensors(out + "/model.safetensors", tensors);
@@ -264,22 +266,25 @@ void write_new_transformers_layout(const std::string& dir, const std::string& ou
 
 TEST(Qwen2VLLanguageModel, HfDirectoryGgufAndNewTransformersLayoutGiveIdenticalLogits) {
   for (const char* name : {"tiny-qwen2-vl", "tiny-qwen25-vl"}) {
-    const VisionLanguagePreset preset = vision_language_preset(name);
-    ExportSpec spec;
-    spec.config = preset.text;
-    const std::string dir = test::temp_path(std::string("vl-hf-") + name);
-    const std::string gguf = test::temp_path(std::string("vl-") + name + ".gguf");
-    const std::string renamed = test::temp_path(std::string("vl-new-") + name);
-    write_vision_language_hf_directory(preset, spec, 9, dir);
-    write_vision_language_gguf(preset, spec, 9, gguf, gguf + ".mmproj");
-    write_new_transformers_layout(dir, renamed);
-    const ImagePrompt p = image_prompt(preset);
-    const std::vector<float> hf = forward_all_rows(load(dir), p, true);
-    EXPECT_EQ(forward_all_rows(load(gguf), p, true), hf) << name;
-    EXPECT_EQ(forward_all_rows(load(renamed), p, true), hf) << name;
-    const auto weights = load(gguf);
-    EXPECT_EQ(weights->config.mrope_section, preset.text.mrope_section);
-    EXPECT_EQ(weights->config.tied_embeddings, preset.text.tied_embeddings);
+    for (const DType dtype : {DType::kF32, DType::kBF16}) {
+      SCOPED_TRACE(std::string(name) + " " + to_string(dtype));
+      const VisionLanguagePreset preset = vision_language_preset(name);
+      ExportSpec spec;
+      spec.config = preset.text;
+      spec.dtype = dtype;
+      const std::string base = test::temp_path(std::string("vl-") + name + to_string(dtype));
+      const std::string gguf = base + ".gguf";
+      write_vision_language_hf_directory(preset, spec, 9, base + "-hf");
+      write_vision_language_gguf(preset, spec, 9, gguf, base + "-mmproj.gguf");
+      write_new_transformers_layout(base + "-hf", base + "-new");
+      const ImagePrompt p = image_prompt(preset);
+      const std::vector<float> hf = forward_all_rows(load(base + "-hf"), p, true);
+      EXPECT_EQ(forward_all_rows(load(gguf), p, true), hf);
+      EXPECT_EQ(forward_all_rows(load(base + "-new"), p, true), hf);
+      const auto weights = load(gguf);
+      EXPECT_EQ(weights->config.mrope_section, preset.text.mrope_section);
+      EXPECT_EQ(weights->config.tied_embeddings, preset.text.tied_embeddings);
+    }
   }
 }
 

@@ -30,12 +30,12 @@ struct Written {
   std::string dir, gguf, mmproj;
 };
 
-Written write(const std::string& name) {
-  Written w{vision_language_preset(name), test::temp_path("preset-" + name),
-            test::temp_path("preset-" + name + ".gguf"),
-            test::temp_path("preset-" + name + "-mmproj.gguf")};
+Written write(const std::string& name, DType dtype = DType::kF32) {
+  const std::string base = test::temp_path("preset-" + name + to_string(dtype));
+  Written w{vision_language_preset(name), base, base + ".gguf", base + "-mmproj.gguf"};
   ExportSpec spec;
   spec.config = w.preset.text;
+  spec.dtype = dtype;
   write_vision_language_hf_directory(w.preset, spec, 4, w.dir);
   write_vision_language_gguf(w.preset, spec, 4, w.gguf, w.mmproj);
   return w;
@@ -116,8 +116,11 @@ TEST(VisionLanguagePreset, ChatTemplateAndTokenizerGiveTheImagePlaceholderIds) {
 }
 
 TEST(VisionLanguagePreset, SafetensorsAndMmprojHoldTheSameVisionTower) {
-  for (const char* name : {"tiny-qwen2-vl", "tiny-qwen25-vl"}) {
-    const Written w = write(name);
+  // bf16: the mmproj keeps f32, holding the values the bf16 checkpoint rounds to.
+  for (const auto& [name, dtype] :
+       {std::pair{"tiny-qwen2-vl", DType::kF32}, std::pair{"tiny-qwen25-vl", DType::kF32},
+        std::pair{"tiny-qwen25-vl", DType::kBF16}}) {
+    const Written w = write(name, dtype);
     const VisionEncoderConfig config =
         VisionEncoderConfig::from_hf_config(read_json(w.dir + "/config.json"));
     SafetensorsFile file(w.dir + "/model.safetensors");
