@@ -7,6 +7,7 @@
 #include "format/gguf_file.h"
 #include "loader/model_arch.h"
 #include "model/presets.h"
+#include "model/vision_language_preset.h"
 #include "tokenizer/load_tokenizer.h"
 #include "util/progress_bar.h"
 
@@ -20,6 +21,7 @@ struct MakeModelOptions {
   std::string format = "gguf";
   std::string tokenizer;
   std::string out;
+  std::string mmproj;  // vision-language presets as GGUF: the projector file
   uint64_t seed = 0;
   int vocab_size = 0;     // 0: the preset's
   int max_model_len = 0;  // 0: the preset's
@@ -51,6 +53,23 @@ SentencePieceVocab vocab_for(const MakeModelOptions& o, int vocab_size) {
   return read_llama2c_tokenizer(o.tokenizer, vocab_size);
 }
 
+// A Qwen2-VL-family preset: the whole model (vision tower, tokenizer, chat template).
+void write_vision_language(const MakeModelOptions& o, const ExportSpec& spec,
+                           const Progress& progress) {
+  const VisionLanguagePreset preset = vision_language_preset(o.preset);
+  if (!o.tokenizer.empty())
+    throw std::invalid_argument("--tokenizer: " + o.preset + " writes its own tokenizer");
+  if (o.format == "gguf") {
+    if (o.mmproj.empty())
+      throw std::invalid_argument(o.preset + " as gguf needs --mmproj FILE for the vision tower");
+    write_vision_language_gguf(preset, spec, o.seed, o.out, o.mmproj, progress);
+  } else if (o.format == "safetensors") {
+    write_vision_language_hf_directory(preset, spec, o.seed, o.out, progress);
+  } else {
+    throw std::invalid_argument("unknown --format '" + o.format + "' (gguf, safetensors)");
+  }
+}
+
 int run(const MakeModelOptions& o) {
   ExportSpec spec;
   spec.config = preset_config(o.preset);
@@ -65,7 +84,11 @@ int run(const MakeModelOptions& o) {
   const WeightSource source = random_weights(spec.config, o.seed);
   ProgressBar bar("writing " + o.out);
   auto progress = [&bar](size_t done, size_t total) { bar.update(done, total); };
-  if (o.format == "gguf") {
+  if (is_vision_language_preset(o.preset)) {
+    write_vision_language(o, spec, progress);
+  } else if (!o.mmproj.empty()) {
+    throw std::invalid_argument("--mmproj: " + o.preset + " has no vision tower");
+  } else if (o.format == "gguf") {
     spec.vocab = vocab_for(o, spec.config.vocab_size);
     export_gguf(spec, source, o.out, progress);
   } else if (o.format == "safetensors") {
@@ -86,7 +109,11 @@ void add_make_model_command(CLI::App& app, int& exit_code) {
       "Write a model of a real shape with random weights (std 0.02, norms 1), for "
       "benchmarks; GGUF files use llama.cpp's tensor names and metadata keys",
       exit_code, run);
-  cmd->add_option("--preset", o->preset, "llama-110m, llama-1b, qwen2-0.5b or tiny")->required();
+  cmd->add_option("--preset", o->preset,
+                  "llama-110m, llama-1b, qwen2-0.5b, qwen25-vl-3b, or for tests tiny, "
+                  "tiny-kquant, tiny-tp, tiny-llama3, tiny-qwen2, tiny-qwen3, tiny-qwen2-vl, "
+                  "tiny-qwen25-vl")
+      ->required();
   cmd->add_option(
          "--dtype", o->dtype,
          "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, or the mixes q4_k_m and "
@@ -106,6 +133,9 @@ void add_make_model_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--context-length", o->max_model_len, "Context length instead of the preset's")
       ->check(CLI::Range(16, 1 << 20));
   cmd->add_option("--out", o->out, "Output file (gguf) or directory (safetensors)")->required();
+  cmd->add_option("--mmproj", o->mmproj,
+                  "Vision-language presets as gguf: write the vision tower here, as llama.cpp's "
+                  "mmproj file");
 }
 
 }  // namespace pagedllm::cli

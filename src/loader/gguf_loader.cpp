@@ -79,6 +79,22 @@ class TensorBinder {
   ModelWeights& w_;
 };
 
+// llama.cpp's rope.dimension_sections: the M-RoPE sizes padded to 4 with zeros.
+std::vector<int> read_mrope_section(const GGUFFile& g, const std::string& key) {
+  const GGUFValue* v = g.find(key);
+  if (!v) return {};
+  if (v->type != GGUFType::kArray || v->ints.size() < 3)
+    throw ModelLoadError(g.path() + ": " + key + " must be an array of at least 3 integers");
+  std::vector<int> sections;
+  for (size_t i = 0; i < v->ints.size(); ++i) {
+    const int64_t s = v->ints[i];
+    if (s < 0 || s > (1 << 20) || (i >= 3 && s != 0))
+      throw ModelLoadError(g.path() + ": " + key + " has a bad value " + std::to_string(s));
+    if (i < 3) sections.push_back(static_cast<int>(s));
+  }
+  return sections;
+}
+
 ModelConfig read_config(const GGUFFile& g, const std::string& arch) {
   auto key = [&](const std::string& k) { return arch + "." + k; };
   ModelConfig c;
@@ -94,6 +110,9 @@ ModelConfig read_config(const GGUFFile& g, const std::string& arch) {
   c.norm_eps =
       static_cast<float>(g.find_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5));
   c.rope_theta = static_cast<float>(g.find_float(key("rope.freq_base")).value_or(10000.0));
+  c.mrope_section = read_mrope_section(g, key("rope.dimension_sections"));
+  if (arch == "qwen2vl" && c.mrope_section.empty())
+    throw ModelLoadError(g.path() + ": " + key("rope.dimension_sections") + " is missing");
   if (auto bos = g.find_int("tokenizer.ggml.bos_token_id"))
     c.bos_token_id = static_cast<int32_t>(*bos);
   if (auto eos = g.find_int("tokenizer.ggml.eos_token_id"))

@@ -37,18 +37,54 @@ T get_or(const json& j, const char* key, T fallback, const std::string& where) {
   }
 }
 
-ModelConfig parse_config(const json& c, const std::string& where, std::string& arch_name) {
-  if (!c.contains("architectures") || !c["architectures"].is_array() ||
-      c["architectures"].empty() || !c["architectures"][0].is_string()) {
+// A vision-language config.json keeps the language model's fields at the top level (Qwen2-VL
+// files on the Hub) or under text_config (newer transformers): the top level overlaid with
+// text_config.
+json text_model_fields(const json& c) {
+  json merged = c;
+  if (c.contains("text_config") && c["text_config"].is_object()) {
+    for (const auto& [key, value] : c["text_config"].items()) merged[key] = value;
+  }
+  return merged;
+}
+
+void parse_rope_scaling(const json& rs, const std::string& where, ModelConfig& m) {
+  const std::string type =
+      get_or<std::string>(rs, "rope_type", get_or<std::string>(rs, "type", "", where), where);
+  if (rs.contains("mrope_section")) {
+    if (!rs["mrope_section"].is_array())
+      throw ModelLoadError(where + ": config.json field 'mrope_section' must be a list");
+    m.mrope_section = get_or<std::vector<int>>(rs, "mrope_section", {}, where);
+  }
+  if (type == "llama3") {
+    Llama3RopeScaling s;
+    s.factor = get_or<float>(rs, "factor", s.factor, where);
+    s.low_freq_factor = get_or<float>(rs, "low_freq_factor", s.low_freq_factor, where);
+    s.high_freq_factor = get_or<float>(rs, "high_freq_factor", s.high_freq_factor, where);
+    s.original_max_position_embeddings = get_or<int>(rs, "original_max_position_embeddings",
+                                                     s.original_max_position_embeddings, where);
+    m.rope_scaling = s;
+  } else if (!type.empty() && type != "default" && type != "mrope") {
+    throw ModelLoadError(where + ": rope_scaling type '" + type +
+                         "' is not supported (llama3, mrope)");
+  }
+  if (type == "mrope" && m.mrope_section.empty())
+    throw ModelLoadError(where + ": rope_scaling type 'mrope' has no mrope_section");
+}
+
+ModelConfig parse_config(const json& file, const std::string& where, std::string& arch_name) {
+  if (!file.contains("architectures") || !file["architectures"].is_array() ||
+      file["architectures"].empty() || !file["architectures"][0].is_string()) {
     throw ModelLoadError(where + ": config.json has no architectures");
   }
-  arch_name = c["architectures"][0].get<std::string>();
+  arch_name = file["architectures"][0].get<std::string>();
   ModelConfig m;
   const ModelArch* arch = find_arch_by_hf_class(arch_name);
   if (!arch) {
     throw ModelLoadError(where + ": architecture " + arch_name +
-                         " is not supported (Llama, Mistral, Qwen2, Qwen3)");
+                         " is not supported (Llama, Mistral, Qwen2, Qwen3, Qwen2-VL, Qwen2.5-VL)");
   }
+  const json c = text_model_fields(file);
   m.architecture = std::string(arch->name);
   m.dim = get_or<int>(c, "hidden_size", 0, where);
   m.hidden_dim = get_or<int>(c, "intermediate_size", 0, where);
@@ -61,22 +97,16 @@ ModelConfig parse_config(const json& c, const std::string& where, std::string& a
   m.norm_eps = get_or<float>(c, "rms_norm_eps", 1e-6f, where);
   m.rope_theta = get_or<float>(c, "rope_theta", 10000.0f, where);
   m.tied_embeddings = get_or<bool>(c, "tie_word_embeddings", false, where);
-  if (c.contains("rope_scaling") && c["rope_scaling"].is_object()) {
-    const json& rs = c["rope_scaling"];
-    const std::string type =
-        get_or<std::string>(rs, "rope_type", get_or<std::string>(rs, "type", "", where), where);
-    if (type == "llama3") {
-      Llama3RopeScaling s;
-      s.factor = get_or<float>(rs, "factor", s.factor, where);
-      s.low_freq_factor = get_or<float>(rs, "low_freq_factor", s.low_freq_factor, where);
-      s.high_freq_factor = get_or<float>(rs, "high_freq_factor", s.high_freq_factor, where);
-      s.original_max_position_embeddings = get_or<int>(rs, "original_max_position_embeddings",
-                                                       s.original_max_position_embeddings, where);
-      m.rope_scaling = s;
-    } else if (!type.empty() && type != "default") {
-      throw ModelLoadError(where + ": rope_scaling type '" + type + "' is not supported (llama3)");
-    }
+  // rope_parameters: transformers 5's name for rope_scaling, with rope_theta inside.
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!c.contains(key) || !c[key].is_object()) continue;
+    parse_rope_scaling(c[key], where, m);
+    m.rope_theta = get_or<float>(c[key], "rope_theta", m.rope_theta, where);
+    break;
   }
+  if (m.architecture == "qwen2vl" && m.mrope_section.empty())
+    throw ModelLoadError(where + ": a " + arch_name +
+                         " config.json needs rope_scaling.mrope_section");
   if (c.contains("bos_token_id") && c["bos_token_id"].is_number_integer()) {
     m.bos_token_id = c["bos_token_id"].get<int32_t>();
   }
@@ -89,7 +119,7 @@ ModelConfig parse_config(const json& c, const std::string& where, std::string& a
 
 class HfTensors {
  public:
-  HfTensors(const fs::path& dir, ModelWeights& w) : w_(w) {
+  HfTensors(const fs::path& dir, const ModelArch& arch, ModelWeights& w) : arch_(arch), w_(w) {
     const fs::path single = dir / "model.safetensors";
     const fs::path index = dir / "model.safetensors.index.json";
     if (fs::exists(index)) {
@@ -156,7 +186,8 @@ class HfTensors {
   void add_file(const fs::path& path) {
     files_.push_back(std::make_unique<SafetensorsFile>(path.string()));
     w_.files.push_back(files_.back()->file());
-    for (const auto& [name, t] : files_.back()->tensors()) by_name_[name] = &t;
+    for (const auto& [name, t] : files_.back()->tensors())
+      by_name_[canonical_hf_name(arch_, name)] = &t;
   }
   const float* to_f32(const SafetensorsTensor& t, int64_t n) {
     std::vector<float> out(static_cast<size_t>(n));
@@ -164,6 +195,7 @@ class HfTensors {
     return w_.own(std::move(out));
   }
 
+  const ModelArch& arch_;
   ModelWeights& w_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const SafetensorsTensor*> by_name_;
@@ -181,9 +213,9 @@ ModelWeights load_hf_directory(const std::string& dir_path) {
   w.source = dir_path;
   std::string arch_name;
   w.config = parse_config(read_json(dir / "config.json"), dir_path, arch_name);
-  HfTensors t(dir, w);
-  bind_llama_weights(t, *find_arch(w.config.architecture), TensorFileFormat::kHuggingFace, dir_path,
-                     w);
+  const ModelArch& arch = *find_arch(w.config.architecture);
+  HfTensors t(dir, arch, w);
+  bind_llama_weights(t, arch, TensorFileFormat::kHuggingFace, dir_path, w);
   w.rope_style = RopeStyle::kNeox;
   return w;
 }

@@ -36,11 +36,16 @@ constexpr TensorNameEntry kLlamaTensors[] = {
 constexpr std::string_view kLlamaClasses[] = {"LlamaForCausalLM", "MistralForCausalLM"};
 constexpr std::string_view kQwen2Classes[] = {"Qwen2ForCausalLM"};
 constexpr std::string_view kQwen3Classes[] = {"Qwen3ForCausalLM"};
+// The language model of Qwen2-VL and Qwen2.5-VL: Qwen2 with M-RoPE (llama.cpp's `qwen2vl` for
+// both). Their visual.* tensors belong to the vision encoder, not to this table.
+constexpr std::string_view kQwen2VlClasses[] = {"Qwen2VLForConditionalGeneration",
+                                                "Qwen2_5_VLForConditionalGeneration"};
 
-constexpr std::array<ModelArch, 3> kArchs = {{
-    {"llama", kLlamaClasses, kLlamaTensors, RopeStyle::kInterleaved},
-    {"qwen2", kQwen2Classes, kLlamaTensors, RopeStyle::kNeox},
-    {"qwen3", kQwen3Classes, kLlamaTensors, RopeStyle::kNeox},
+constexpr std::array<ModelArch, 4> kArchs = {{
+    {"llama", kLlamaClasses, kLlamaTensors, RopeStyle::kInterleaved, ""},
+    {"qwen2", kQwen2Classes, kLlamaTensors, RopeStyle::kNeox, ""},
+    {"qwen3", kQwen3Classes, kLlamaTensors, RopeStyle::kNeox, ""},
+    {"qwen2vl", kQwen2VlClasses, kLlamaTensors, RopeStyle::kNeox, "model.language_model."},
 }};
 
 }  // namespace
@@ -79,6 +84,12 @@ std::string tensor_name(const ModelArch& arch, WeightRole role, TensorFileFormat
   }
   throw std::invalid_argument("architecture " + std::string(arch.name) +
                               " has no tensor for this role in this format");
+}
+
+std::string canonical_hf_name(const ModelArch& arch, const std::string& file_name) {
+  const std::string_view alias = arch.hf_language_model_prefix;
+  if (alias.empty() || !file_name.starts_with(alias)) return file_name;
+  return "model." + file_name.substr(alias.size());
 }
 
 }  // namespace pagedllm

@@ -50,18 +50,26 @@ struct ModelArch {
   // The Q/K row layout of this architecture's GGUF files: llama.cpp permutes `llama` weights
   // to interleaved pairs and leaves the others in Hugging Face's rotate-half order.
   RopeStyle gguf_rope_style;
+  // Where newer transformers (>= 4.52) save a vision-language model's text weights: HF names
+  // starting "model." may start with this instead (model.language_model.layers.0...). Empty:
+  // no such alias.
+  std::string_view hf_language_model_prefix;
 };
 
 // The architecture called `name`, or null.
 const ModelArch* find_arch(std::string_view name);
 // The architecture of a Hugging Face config.json class name (e.g. Qwen2ForCausalLM), or null.
 const ModelArch* find_arch_by_hf_class(std::string_view hf_class);
-// Every known architecture's name, for messages: "llama, qwen2, qwen3".
+// Every known architecture's name, for messages: "llama, qwen2, qwen3, qwen2vl".
 std::string supported_arch_names();
 
 // The tensor name of `role` (of `layer` for per-layer roles) in `format`. Throws
 // std::invalid_argument for a role the architecture's table does not have.
 std::string tensor_name(const ModelArch& arch, WeightRole role, TensorFileFormat format,
                         int layer = 0);
+
+// The table's HF name for a tensor a file names `file_name` (the newer transformers' alias
+// undone), or file_name itself.
+std::string canonical_hf_name(const ModelArch& arch, const std::string& file_name);
 
 }  // namespace pagedllm

@@ -18,6 +18,19 @@ void ModelConfig::validate(const std::string& source) const {
   require(dim <= (1 << 20) && hidden_dim <= (1 << 22) && n_layers <= 4096 && n_heads <= 4096 &&
               vocab_size <= (1 << 24),
           "implausibly large dimensions");
+  if (!mrope_section.empty()) {
+    long sum = 0;
+    bool non_negative = true;
+    for (int s : mrope_section) {
+      sum += s;
+      non_negative = non_negative && s >= 0;
+    }
+    std::string listed;
+    for (int s : mrope_section) listed += (listed.empty() ? "" : ", ") + std::to_string(s);
+    require(mrope_section.size() == 3 && non_negative && sum == head_dim / 2,
+            "mrope_section [" + listed + "] must be 3 sizes summing to head_dim / 2 (" +
+                std::to_string(head_dim / 2) + ")");
+  }
 }
 
 }  // namespace pagedllm

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pagedllm {
 
@@ -16,7 +17,7 @@ struct Llama3RopeScaling {
 };
 
 struct ModelConfig {
-  std::string architecture = "llama";  // llama, qwen2, qwen3
+  std::string architecture = "llama";  // llama, qwen2, qwen3, qwen2vl
   int dim = 0;
   int hidden_dim = 0;
   int n_layers = 0;
@@ -31,6 +32,9 @@ struct ModelConfig {
   bool tied_embeddings = false;
   bool qkv_bias = false;  // Qwen2
   bool qk_norm = false;   // Qwen3
+  // M-RoPE (Qwen2-VL): how many of each head's head_dim / 2 rotary frequencies turn with the
+  // temporal, height and width positions, in that order. Empty: ordinary 1-D RoPE.
+  std::vector<int> mrope_section;
   std::optional<int32_t> bos_token_id;
   std::optional<int32_t> eos_token_id;
 

@@ -1,6 +1,8 @@
 #include "loader/model_export.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <numbers>
@@ -164,6 +166,14 @@ uint32_t gguf_file_type(DType d) {
   return 0;
 }
 
+// A float as its shortest decimal, so that config.json says 1e-06 as HF writes it, not the
+// float's exact value 9.99999997e-07.
+double as_written(float value) {
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, value).ptr;
+  return std::strtod(std::string(buf, end).c_str(), nullptr);
+}
+
 // llama.cpp stores Llama 3 rope scaling as per-frequency divisors.
 std::vector<float> llama3_rope_factors(const ModelConfig& c) {
   const auto& s = *c.rope_scaling;
@@ -209,6 +219,11 @@ void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::
       {a + ".rope.dimension_count", gguf_u32(static_cast<uint32_t>(c.head_dim))},
       {a + ".vocab_size", gguf_u32(static_cast<uint32_t>(c.vocab_size))},
   };
+  if (!c.mrope_section.empty()) {
+    std::vector<int32_t> sections(c.mrope_section.begin(), c.mrope_section.end());
+    sections.resize(4, 0);  // llama.cpp's four sections, the last unused by Qwen2-VL
+    m.push_back({a + ".rope.dimension_sections", gguf_i32_array(sections)});
+  }
   if (spec.vocab) {
     const SentencePieceVocab& v = *spec.vocab;
     std::vector<int32_t> types;
@@ -228,10 +243,12 @@ void export_gguf(const ExportSpec& spec, const WeightSource& source, const std::
     m.push_back({"tokenizer.ggml.add_bos_token", gguf_bool(true)});
     m.push_back({"tokenizer.ggml.add_eos_token", gguf_bool(false)});
   }
+  m.insert(m.end(), spec.extra_gguf_metadata.begin(), spec.extra_gguf_metadata.end());
   const ModelArch* arch = find_arch(a);
   if (!arch) throw std::invalid_argument("cannot export architecture " + a);
   const RopeStyle target = arch->gguf_rope_style;
   auto tensors = tensors_for(spec, source, /*gguf=*/true, target);
+  tensors.insert(tensors.end(), spec.extra_tensors.begin(), spec.extra_tensors.end());
   if (c.rope_scaling) {
     const auto factors = llama3_rope_factors(c);
     tensors.push_back({tensor_name(*arch, WeightRole::kRopeFreqs, TensorFileFormat::kGguf),
@@ -247,10 +264,12 @@ void export_hf_directory(const ExportSpec& spec, const WeightSource& source, con
   const ModelConfig& c = spec.config;
   std::filesystem::create_directories(dir);
   nlohmann::ordered_json j;
-  j["architectures"] = {c.architecture == "qwen2"   ? "Qwen2ForCausalLM"
+  const bool vl = c.architecture == "qwen2vl";
+  j["architectures"] = {vl                          ? "Qwen2VLForConditionalGeneration"
+                        : c.architecture == "qwen2" ? "Qwen2ForCausalLM"
                         : c.architecture == "qwen3" ? "Qwen3ForCausalLM"
                                                     : "LlamaForCausalLM"};
-  j["model_type"] = c.architecture;
+  j["model_type"] = vl ? "qwen2_vl" : c.architecture;
   j["hidden_size"] = c.dim;
   j["intermediate_size"] = c.hidden_dim;
   j["num_hidden_layers"] = c.n_layers;
@@ -259,8 +278,8 @@ void export_hf_directory(const ExportSpec& spec, const WeightSource& source, con
   j["head_dim"] = c.head_dim;
   j["vocab_size"] = c.vocab_size;
   j["max_position_embeddings"] = c.max_seq_len;
-  j["rms_norm_eps"] = c.norm_eps;
-  j["rope_theta"] = c.rope_theta;
+  j["rms_norm_eps"] = as_written(c.norm_eps);
+  j["rope_theta"] = as_written(c.rope_theta);
   j["tie_word_embeddings"] = c.tied_embeddings;
   j["torch_dtype"] = spec.dtype == DType::kBF16  ? "bfloat16"
                      : spec.dtype == DType::kF16 ? "float16"
@@ -275,9 +294,17 @@ void export_hf_directory(const ExportSpec& spec, const WeightSource& source, con
         {"high_freq_factor", c.rope_scaling->high_freq_factor},
         {"original_max_position_embeddings", c.rope_scaling->original_max_position_embeddings}};
   }
+  if (!c.mrope_section.empty()) {
+    j["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", c.mrope_section}};
+  }
+  if (!spec.hf_config_extra.empty()) {
+    const auto extra = nlohmann::ordered_json::parse(spec.hf_config_extra);
+    for (const auto& [key, value] : extra.items()) j[key] = value;
+  }
   std::ofstream(std::filesystem::path(dir) / "config.json") << j.dump(2) << "\n";
-  write_safetensors((std::filesystem::path(dir) / "model.safetensors").string(),
-                    tensors_for(spec, source, /*gguf=*/false, RopeStyle::kNeox), progress);
+  auto tensors = tensors_for(spec, source, /*gguf=*/false, RopeStyle::kNeox);
+  tensors.insert(tensors.end(), spec.extra_tensors.begin(), spec.extra_tensors.end());
+  write_safetensors((std::filesystem::path(dir) / "model.safetensors").string(), tensors, progress);
 }
 
 WeightSource source_of(const ModelWeights& w) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "format/tensor_writer.h"
 #include "loader/model_arch.h"
 #include "loader/model_weights.h"
 #include "tokenizer/sentencepiece_bpe.h"
@@ -29,6 +30,12 @@ struct ExportSpec {
   std::optional<DType> sensitive_dtype;
   std::optional<SentencePieceVocab> vocab;  // embedded in GGUF files
   std::string name = "pagedllm";
+  // What a model beyond the language model adds (a vision-language model's vision tower and
+  // tokenizer): tensors written after the LM's, a JSON object whose keys are set over the
+  // generated config.json, and GGUF metadata written after the LM's keys.
+  std::vector<TensorToWrite> extra_tensors;
+  std::string hf_config_extra;
+  std::vector<GGUFMetadataEntry> extra_gguf_metadata;
 };
 
 using Progress = std::function<void(size_t done, size_t total)>;

@@ -133,6 +133,22 @@ void LlamaModel::embed(const ModelInputs& in, float* out) const {
   }
 }
 
+void LlamaModel::compute_rope_angles(const ModelInputs& in) {
+  const std::vector<int>& sections = weights_->config.mrope_section;
+  if (in.mrope_positions.empty()) {
+    cpu::rope_angles(in.positions_actual(), inv_freq_, rope_);
+    return;
+  }
+  if (sections.empty())
+    throw std::invalid_argument("this model takes 1-D positions, not M-RoPE positions");
+  const int64_t tokens = in.num_actual_tokens;
+  if (in.mrope_stride < tokens ||
+      in.mrope_positions.size() < static_cast<size_t>(2 * in.mrope_stride + tokens))
+    throw std::invalid_argument(
+        "mrope_positions must hold 3 rows of mrope_stride >= the step's tokens");
+  mrope_angles(in.mrope_positions, in.mrope_stride, tokens, inv_freq_, sections, rope_);
+}
+
 void LlamaModel::rope_and_cache(const LayerWeights& w, const ModelInputs& in, int tokens,
                                 const KVCacheLayer& cache) {
   const ModelConfig& c = weights_->config;
@@ -221,10 +237,8 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
   if (tokens > max_tokens_)
     throw std::length_error("step has more tokens than the model's workspace");
   if (!kv_cache_) throw std::logic_error("forward() before bind_kv_cache()");
-  if (!in.mrope_positions.empty())
-    throw std::invalid_argument("this model takes 1-D positions, not M-RoPE positions");
   embed(in, x_.data());
-  cpu::rope_angles(in.positions_actual(), inv_freq_, rope_);
+  compute_rope_angles(in);
   // Only the tokens at logits_indices need logits, so past the last layer's K and V only
   // those rows are computed, as llama.cpp does (a prefill's last layer shrinks to one row).
   // Each row's result is the same either way (the kernels' orders do not depend on the batch),

@@ -1,7 +1,8 @@
-// The Llama-family forward pass (Llama 2/3, Mistral, Qwen2/2.5/3) over the paged KV cache:
-// embedding, then per layer RMSNorm, QKV (+bias, +Q/K norm), RoPE from positions,
-// reshape_and_cache, paged attention with GQA, output projection, RMSNorm, SwiGLU MLP; logits
-// only at logits_indices.
+// The Llama-family forward pass (Llama 2/3, Mistral, Qwen2/2.5/3, and the Qwen2-VL / Qwen2.5-VL
+// language model, whose RoPE is M-RoPE) over the paged KV cache: embedding (rows the inputs
+// give overwrite their tokens'), then per layer RMSNorm, QKV (+bias, +Q/K norm), RoPE from
+// positions (or mrope_positions), reshape_and_cache, paged attention with GQA, output
+// projection, RMSNorm, SwiGLU MLP; logits only at logits_indices.
 #pragma once
 
 #include <functional>
@@ -51,6 +52,9 @@ class LlamaModel : public Model {
                                    DType dtype = DType::kF32);
 
  private:
+  // This step's rotary angles into rope_: from positions, or for an M-RoPE model from
+  // mrope_positions when the step has them (a text-only step's three rows equal positions).
+  void compute_rope_angles(const ModelInputs& in);
   // The step's input embeddings: token rows, then the rows the inputs overwrite.
   void embed(const ModelInputs& in, float* out) const;
   // Layer `layer` for every token of the step. With out_rows, only the K and V of every token

@@ -27,12 +27,13 @@ struct Registration {
   KVSpecOf kv_spec;
 };
 
-// Llama, Mistral and Qwen2/2.5/3 share one forward pass; their differences (QKV biases, Q/K
-// norms, RoPE layout) are in the weights.
+// Llama, Mistral, Qwen2/2.5/3 and the Qwen2-VL language model share one forward pass; their
+// differences (QKV biases, Q/K norms, RoPE layout, M-RoPE) are in the weights and config.
 constexpr Registration kModels[] = {
     {"llama", build_llama, LlamaModel::kv_cache_spec},
     {"qwen2", build_llama, LlamaModel::kv_cache_spec},
     {"qwen3", build_llama, LlamaModel::kv_cache_spec},
+    {"qwen2vl", build_llama, LlamaModel::kv_cache_spec},  // M-RoPE from mrope_section
 };
 
 }  // namespace

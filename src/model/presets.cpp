@@ -51,18 +51,34 @@ ModelConfig preset_config(const std::string& name) {
     c.qk_norm = true;
     c.head_dim = 32;  // Qwen3 sets head_dim apart from dim / heads
     return c;
+  } else if (name == "qwen25-vl-3b") {  // Qwen2.5-VL-3B-Instruct's language model
+    c.architecture = "qwen2vl";
+    c.dim = 2048, c.hidden_dim = 11008, c.n_layers = 36, c.n_heads = 16, c.n_kv_heads = 2;
+    c.vocab_size = 151936, c.max_seq_len = 128000, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f;
+    c.qkv_bias = true, c.tied_embeddings = true;
+    c.mrope_section = {16, 24, 24};
+    c.bos_token_id = 151643, c.eos_token_id = 151645;  // <|endoftext|>, <|im_end|>
+  } else if (name == "tiny-qwen2-vl" || name == "tiny-qwen25-vl") {
+    c.architecture = "qwen2vl";
+    c.dim = 64, c.hidden_dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2;
+    c.vocab_size = 512, c.max_seq_len = 4096, c.rope_theta = 1000000.0f, c.norm_eps = 1e-6f;
+    c.qkv_bias = true, c.tied_embeddings = name == "tiny-qwen25-vl";  // as 3B; Qwen2-VL-7B unties
+    c.mrope_section = {2, 3, 3};                                      // head_dim 16
+    c.bos_token_id = 480, c.eos_token_id = 482;                       // <|endoftext|>, <|im_end|>
   } else {
     throw std::invalid_argument("unknown preset '" + name +
-                                "' (llama-110m, llama-1b, qwen2-0.5b; tests: tiny, tiny-kquant, "
-                                "tiny-tp, tiny-llama3, tiny-qwen2, tiny-qwen3)");
+                                "' (llama-110m, llama-1b, qwen2-0.5b, qwen25-vl-3b; tests: tiny, "
+                                "tiny-kquant, tiny-tp, tiny-llama3, tiny-qwen2, tiny-qwen3, "
+                                "tiny-qwen2-vl, tiny-qwen25-vl)");
   }
   c.head_dim = c.dim / c.n_heads;
   return c;
 }
 
 std::vector<std::string> preset_names() {
-  return {"llama-110m", "llama-1b",    "qwen2-0.5b", "tiny",      "tiny-kquant",
-          "tiny-tp",    "tiny-llama3", "tiny-qwen2", "tiny-qwen3"};
+  return {"llama-110m", "llama-1b",    "qwen2-0.5b",    "qwen25-vl-3b",
+          "tiny",       "tiny-kquant", "tiny-tp",       "tiny-llama3",
+          "tiny-qwen2", "tiny-qwen3",  "tiny-qwen2-vl", "tiny-qwen25-vl"};
 }
 
 SentencePieceVocab synthetic_vocab(int size) {
@@ -92,6 +108,21 @@ SentencePieceVocab synthetic_vocab(int size) {
   return v;
 }
 
+void fill_random_normal(uint64_t stream, double stddev, std::vector<float>& out) {
+  const auto n = static_cast<int64_t>(out.size());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; i += 2) {
+    // Box-Muller on two counter-based uniforms.
+    const double u1 = std::max(uniform_draw(stream, static_cast<uint64_t>(i)), 1e-300);
+    const double u2 = uniform_draw(stream, static_cast<uint64_t>(i) + 1);
+    const double r = stddev * std::sqrt(-2.0 * std::log(u1));
+    out[static_cast<size_t>(i)] = static_cast<float>(r * std::cos(2.0 * std::numbers::pi * u2));
+    if (i + 1 < n)
+      out[static_cast<size_t>(i + 1)] =
+          static_cast<float>(r * std::sin(2.0 * std::numbers::pi * u2));
+  }
+}
+
 WeightSource random_weights(const ModelConfig& config, uint64_t seed) {
   (void)config;
   return [seed](WeightRole role, int layer, std::vector<float>& out) {
@@ -104,18 +135,7 @@ WeightSource random_weights(const ModelConfig& config, uint64_t seed) {
     }
     const uint64_t stream =
         seed * 1000003ULL + static_cast<uint64_t>(role) * 4099ULL + static_cast<uint64_t>(layer);
-    const auto n = static_cast<int64_t>(out.size());
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; i += 2) {
-      // Box-Muller on two counter-based uniforms.
-      const double u1 = std::max(uniform_draw(stream, static_cast<uint64_t>(i)), 1e-300);
-      const double u2 = uniform_draw(stream, static_cast<uint64_t>(i) + 1);
-      const double r = 0.02 * std::sqrt(-2.0 * std::log(u1));
-      out[static_cast<size_t>(i)] = static_cast<float>(r * std::cos(2.0 * std::numbers::pi * u2));
-      if (i + 1 < n)
-        out[static_cast<size_t>(i + 1)] =
-            static_cast<float>(r * std::sin(2.0 * std::numbers::pi * u2));
-    }
+    fill_random_normal(stream, 0.02, out);
   };
 }
 

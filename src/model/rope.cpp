@@ -29,4 +29,29 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& c) {
   return inv;
 }
 
+void mrope_angles(std::span<const int32_t> positions, int64_t stride, int64_t tokens,
+                  std::span<const float> inv_freq, std::span<const int> sections,
+                  cpu::RopeAngles& out) {
+  const auto half = static_cast<int64_t>(inv_freq.size());
+  // The position row each frequency reads.
+  std::vector<int64_t> row_of(static_cast<size_t>(half), 2);
+  for (int64_t i = 0, end = 0, row = 0; row < 2; ++row) {
+    end += sections[static_cast<size_t>(row)];
+    for (; i < end && i < half; ++i) row_of[static_cast<size_t>(i)] = row;
+  }
+  out.half = static_cast<int>(half);
+  out.cos.resize(static_cast<size_t>(tokens * half));
+  out.sin.resize(out.cos.size());
+#pragma omp parallel for schedule(static) if (tokens > 8)
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double pos =
+          positions[static_cast<size_t>(row_of[static_cast<size_t>(i)] * stride + t)];
+      const double angle = pos * static_cast<double>(inv_freq[static_cast<size_t>(i)]);
+      out.cos[static_cast<size_t>(t * half + i)] = static_cast<float>(std::cos(angle));
+      out.sin[static_cast<size_t>(t * half + i)] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
 }  // namespace pagedllm

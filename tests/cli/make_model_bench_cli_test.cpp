@@ -88,6 +88,37 @@ TEST(MakeModelCli, RandomWeightsAreReproducibleFromTheSeed) {
   EXPECT_EQ(std::memcmp(ta->data, tb->data, ta->size_bytes), 0);
 }
 
+// A vision-language preset writes a whole model both ways; the same seed gives the same tokens.
+TEST(MakeModelCli, VisionLanguagePresetWritesAnHfDirectoryAndAGgufPair) {
+  const std::string dir = test::temp_path("cli-tiny-qwen25-vl");
+  const std::string lm = test::temp_path("cli-tiny-qwen25-vl.gguf");
+  const std::string mmproj = test::temp_path("cli-tiny-qwen25-vl-mmproj.gguf");
+  const std::string preset = "make-model --preset tiny-qwen25-vl --seed 7 ";
+  auto r = run_cli(preset + "--format safetensors --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_cli(preset + "--out " + lm + " --mmproj " + mmproj);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const GGUFFile g(lm);
+  EXPECT_EQ(g.get_string("general.architecture"), "qwen2vl");
+  EXPECT_EQ(g.find("qwen2vl.rope.dimension_sections")->ints, (std::vector<int64_t>{2, 3, 3, 0}));
+  EXPECT_EQ(g.get_string("tokenizer.ggml.model"), "gpt2");
+  EXPECT_EQ(g.get_string("tokenizer.ggml.pre"), "qwen2");
+  EXPECT_EQ(GGUFFile(mmproj).get_string("clip.projector_type"), "qwen2.5vl_merger");
+  std::vector<std::vector<int>> tokens;
+  for (const std::string& model : {dir, lm}) {
+    const auto gen = run_cli("generate --model " + model +
+                             " --prompt \"the cat\" --max-tokens 6 --temperature 0 --json "
+                             "--ignore-eos --max-model-len 256");
+    ASSERT_EQ(gen.code, 0) << gen.err;
+    tokens.push_back(json::parse(gen.out)["token_ids"].get<std::vector<int>>());
+  }
+  EXPECT_EQ(tokens[0].size(), 6u);
+  EXPECT_EQ(tokens[0], tokens[1]);
+  r = run_cli(preset + "--out " + lm);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("needs --mmproj FILE"), std::string::npos) << r.err;
+}
+
 TEST(BenchCli, LatencyAndThroughputReportJson) {
   const std::string path = test::temp_path("bench-tiny.gguf");
   ASSERT_EQ(run_cli("make-model --preset tiny --out " + path).code, 0);

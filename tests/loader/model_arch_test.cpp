@@ -34,7 +34,7 @@ TEST(ModelArch, NamesEachRoleAsGgufAndHuggingFaceFilesDo) {
 }
 
 TEST(ModelArch, EveryRoleOfAnArchitectureHasOneDistinctNamePerFormat) {
-  for (const char* name : {"llama", "qwen2", "qwen3"}) {
+  for (const char* name : {"llama", "qwen2", "qwen3", "qwen2vl"}) {
     const ModelArch* arch = find_arch(name);
     ASSERT_NE(arch, nullptr) << name;
     std::set<std::string> gguf, hf;
@@ -55,11 +55,27 @@ TEST(ModelArch, FindsArchitecturesByHuggingFaceClassAndRefusesUnknownOnes) {
   EXPECT_EQ(find_arch_by_hf_class("Qwen3ForCausalLM"), find_arch("qwen3"));
   EXPECT_EQ(find_arch_by_hf_class("GPT2LMHeadModel"), nullptr);
   EXPECT_EQ(find_arch("gpt2"), nullptr);
-  EXPECT_EQ(supported_arch_names(), "llama, qwen2, qwen3");
+  EXPECT_EQ(find_arch_by_hf_class("Qwen2VLForConditionalGeneration"), find_arch("qwen2vl"));
+  EXPECT_EQ(find_arch_by_hf_class("Qwen2_5_VLForConditionalGeneration"), find_arch("qwen2vl"));
+  EXPECT_EQ(supported_arch_names(), "llama, qwen2, qwen3, qwen2vl");
   // llama.cpp's rope_freqs tensor has no Hugging Face twin.
   EXPECT_THROW(
       tensor_name(*find_arch("llama"), WeightRole::kRopeFreqs, TensorFileFormat::kHuggingFace),
       std::invalid_argument);
+}
+
+TEST(ModelArch, NewerTransformersLanguageModelNamesMapToTheTables) {
+  const ModelArch& vl = *find_arch("qwen2vl");
+  EXPECT_EQ(canonical_hf_name(vl, "model.language_model.layers.3.self_attn.q_proj.bias"),
+            "model.layers.3.self_attn.q_proj.bias");
+  EXPECT_EQ(canonical_hf_name(vl, "model.language_model.embed_tokens.weight"),
+            tensor_name(vl, WeightRole::kEmbedding, TensorFileFormat::kHuggingFace));
+  EXPECT_EQ(canonical_hf_name(vl, "lm_head.weight"), "lm_head.weight");
+  EXPECT_EQ(canonical_hf_name(vl, "model.visual.blocks.0.norm1.weight"),
+            "model.visual.blocks.0.norm1.weight");
+  // Text-only architectures have no such alias.
+  EXPECT_EQ(canonical_hf_name(*find_arch("qwen2"), "model.language_model.norm.weight"),
+            "model.language_model.norm.weight");
 }
 
 }  // namespace
