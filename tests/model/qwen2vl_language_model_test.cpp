@@ -81,7 +81,7 @@ std::vector<float> forward_all_rows(std::shared_ptr<const ModelWeights> weights,
     SchedulerOutput out;
     if (begin == 0) {
       out.scheduled_new_reqs.push_back(
-          {"r", p.tokens, SamplingParams{}, {1, 2, 3, 4, 5, 6}, 0, std::nullopt});
+          {"r", p.tokens, SamplingParams{}, {1, 2, 3, 4, 5, 6}, 0, std::nullopt, {}});
     } else {
       out.scheduled_cached_reqs.push_back({"r", {}, begin, false, {}});
     }
