@@ -111,6 +111,12 @@ const TESTS = {
       await page.keyboard.type("two");
       assert.equal(await page.inputValue("#prompt"), "one\ntwo");
       assert.equal(await page.locator(".message").count(), 0);
+      // The tiny model writes 300 tokens within a frame or two; a throttled connection (about
+      // 4 s for the stream) makes the renders that streaming must produce observable.
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send("Network.emulateNetworkConditions", {
+        offline: false, latency: 0, downloadThroughput: 16 * 1024, uploadThroughput: -1,
+      });
       const request = await sendAndWait(page, "Once upon a time");
       assert.equal(request.postDataJSON().stream, true);
       const lengths = [...new Set(await page.evaluate(() => window.lengths.filter((n) => n > 0)))];
