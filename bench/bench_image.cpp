@@ -57,6 +57,7 @@ void BM_VisionEncoderQwen25_3BShape4Blocks448(benchmark::State& state) {
   c.intermediate_size = 3420;
   c.out_hidden_size = 2048;
   c.fullatt_block_indexes = {3};
+  c.matmul_dtype = state.range(0) ? DType::kBF16 : DType::kF32;
   const auto weights = [](const std::string& name, size_t n) {
     std::vector<float> w(n);
     const bool norm =
@@ -70,7 +71,11 @@ void BM_VisionEncoderQwen25_3BShape4Blocks448(benchmark::State& state) {
   for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = std::cos(float(i % 977));
   for (auto _ : state) benchmark::DoNotOptimize(encoder.encode(pixels, std::span(&grid, 1)));
 }
-BENCHMARK(BM_VisionEncoderQwen25_3BShape4Blocks448)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_VisionEncoderQwen25_3BShape4Blocks448)
+    ->ArgName("bf16")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

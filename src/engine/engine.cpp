@@ -234,7 +234,9 @@ struct Engine::Impl {
                                          : std::max(s.max_num_batched_tokens, largest);
     s.encoder_cache_size =
         o.encoder_cache_size > 0 ? o.encoder_cache_size : s.max_num_encoder_input_tokens;
-    log_info("engine", "vision encoder from " + vision->source + ": encoder budget " +
+    const bool bf16 = vision->encoder->config().matmul_dtype == DType::kBF16;
+    log_info("engine", "vision encoder from " + vision->source + " (" + (bf16 ? "bf16" : "f32") +
+                           " matrix products): encoder budget " +
                            std::to_string(s.max_num_encoder_input_tokens) +
                            " tokens per step, encoder cache " +
                            std::to_string(s.encoder_cache_size) + " tokens");

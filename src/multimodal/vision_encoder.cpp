@@ -9,6 +9,7 @@
 
 #include "format/dequant.h"
 #include "format/safetensors_file.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm.h"
 #include "multimodal/mrope.h"
 
@@ -195,7 +196,13 @@ VisionEncoder::Linear VisionEncoder::linear(const VisionWeightSource& w, const s
   l.in = in;
   l.out = out;
   const std::vector<float> weight = w(name + ".weight", static_cast<size_t>(in) * out);
-  l.weight = cpu::PackedMatrix(WeightMatrix{DType::kF32, out, in, weight.data()});
+  if (config_.matmul_dtype == DType::kBF16) {
+    std::vector<uint16_t> bf16(weight.size());
+    for (size_t i = 0; i < weight.size(); ++i) bf16[i] = f32_to_bf16(weight[i]);
+    l.weight = cpu::PackedMatrix(WeightMatrix{DType::kBF16, out, in, bf16.data()});
+  } else {
+    l.weight = cpu::PackedMatrix(WeightMatrix{DType::kF32, out, in, weight.data()});
+  }
   if (name != "patch_embed.proj") l.bias = w(name + ".bias", out);
   return l;
 }
@@ -204,7 +211,9 @@ std::vector<float> VisionEncoder::apply(const Linear& l, std::span<const float> 
   const int64_t n = static_cast<int64_t>(x.size()) / l.in;
   std::vector<float> y(static_cast<size_t>(n) * l.out);
   if (n > 0) {
-    cpu::gemm_packed(x.data(), static_cast<int>(n), l.weight, y.data(),
+    // The native kernels, never oneDNN: their order of additions does not depend on the row
+    // count, so an image encoded beside others gives the same output as alone.
+    cpu::gemm_packed(cpu::active_isa(), x.data(), static_cast<int>(n), l.weight, y.data(),
                      l.bias.empty() ? nullptr : l.bias.data());
   }
   return y;
