@@ -98,6 +98,9 @@ class VisionEncoder {
   void apply_norm(const Norm& n, std::span<float> rows, int width) const;
   void attention(const Block& b, std::vector<float>& x, std::span<const float> cos,
                  std::span<const float> sin, std::span<const int64_t> segments) const;
+  // Attention of one head over the rows [begin, end) of one segment, into `out`.
+  void attend_segment(const std::vector<float>& qkv, int64_t begin, int64_t end, int head,
+                      std::vector<float>& out) const;
   void mlp(const Block& b, std::vector<float>& x) const;
   std::vector<float> merge(std::vector<float>& x) const;  // final norm, then the merger
 
