@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "format/block_quant.h"
 #include "format/dequant.h"
 #include "format/safetensors_file.h"
 #include "kernels/cpu/cpu_features.h"
@@ -194,7 +195,13 @@ VisionEncoder::Linear VisionEncoder::linear(const VisionWeightSource& w, const s
   l.in = in;
   l.out = out;
   const std::vector<float> weight = w(name + ".weight", static_cast<size_t>(in) * out);
-  if (config_.matmul_dtype == DType::kBF16) {
+  if (config_.matmul_dtype == DType::kQ8_0 && in % 32 == 0) {
+    // Q8_0 blocks of 32 along each row: the kernels' int8 products (VNNI where the CPU has it).
+    std::vector<uint8_t> blocks(row_bytes(DType::kQ8_0, in) * static_cast<size_t>(out));
+    quantize_blocks(DType::kQ8_0, weight.data(), blocks.data(),
+                    static_cast<int64_t>(weight.size()));
+    l.weight = cpu::PackedMatrix(WeightMatrix{DType::kQ8_0, out, in, blocks.data()});
+  } else if (config_.matmul_dtype != DType::kF32) {
     std::vector<uint16_t> bf16(weight.size());
     for (size_t i = 0; i < weight.size(); ++i) bf16[i] = f32_to_bf16(weight[i]);
     l.weight = cpu::PackedMatrix(WeightMatrix{DType::kBF16, out, in, bf16.data()});
