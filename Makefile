@@ -49,7 +49,7 @@ clang_tree = if [ -f $(1)/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*c
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGEDLLM_SANITIZE=address,undefined -DPAGEDLLM_FUZZ=ON \
   -DPAGEDLLM_BUILD_BENCH=OFF
 FUZZ_TARGETS = fuzz_gguf fuzz_safetensors fuzz_tokenizer fuzz_chat_template fuzz_openai_request \
-  fuzz_http fuzz_image fuzz_data_url fuzz_json_schema fuzz_regex fuzz_gbnf fuzz_tool_call
+  fuzz_http fuzz_image fuzz_data_url fuzz_image_url fuzz_json_schema fuzz_regex fuzz_gbnf fuzz_tool_call
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer, in the clang tree;
 # not the browser tests (label webui), whose browser side the sanitizers do not see and whose

@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libxxhash-dev libcli11-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev
   libboost-dev
   libdnnl-dev ocl-icd-opencl-dev
-  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libcurl4-openssl-dev
   openmpi-bin libopenmpi-dev
   clang libclang-rt-14-dev libomp-dev clang-format
   python3 python3-numpy python3-jinja2 python3-sentencepiece python3-pil

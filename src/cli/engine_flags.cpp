@@ -10,6 +10,30 @@
 
 namespace pagedllm::cli {
 
+namespace {
+
+// Images (Qwen2-VL / Qwen2.5-VL, docs/MULTIMODAL.md): the projector and the encoder's budgets.
+void add_image_flags(CLI::App* cmd, EngineOptions& o) {
+  cmd->add_option("--mmproj", o.mmproj,
+                  "Vision projector GGUF (llama.cpp's mmproj file) for a GGUF Qwen2-VL / "
+                  "Qwen2.5-VL language model; a Hugging Face directory carries its own")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--max-num-encoder-input-tokens", o.max_num_encoder_input_tokens,
+                  "Image embeddings the vision encoder may compute in one step (vLLM's); 0 (the "
+                  "default): --max-num-batched-tokens, or the largest image if that is more")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--encoder-cache-size", o.encoder_cache_size,
+                  "Image embeddings, in tokens, the encoder cache holds for requests still "
+                  "prefilling (vLLM's); 0 (the default): the encoder budget")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-image-pixels", o.max_image_pixels,
+                  "Images with more pixels than this are refused from their header, before any "
+                  "pixel is decoded (decompression bombs); 0 (the default): PIL's 89478485")
+      ->check(CLI::NonNegativeNumber);
+}
+
+}  // namespace
+
 void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
   cmd->add_option("--model", o.model,
                   "Model: a GGUF file, a Hugging Face directory (or org/name in the local HF "
@@ -56,6 +80,7 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
                   "model with the same vocabulary); disable_by_batch_size, adaptive (lower K for "
                   "requests whose drafts fail, default true). Greedy and seeded output stay "
                   "exactly as without it");
+  add_image_flags(cmd, o);
   cmd->add_option("--threads", o.threads, "Compute threads; default: the physical cores")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--matmul-backend", o.matmul_backend,

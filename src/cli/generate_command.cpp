@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/engine_flags.h"
+#include "cli/image_prompt.h"
 #include "cli/subcommand.h"
 
 namespace pagedllm::cli {
@@ -21,6 +22,7 @@ struct GenerateOptions {
   std::string prompt;
   std::vector<int32_t> prompt_ids;
   std::string prompts_file;
+  std::vector<std::string> images;  // --image FILE, in order, before the prompt's text
   SamplingParams params;
   std::optional<uint64_t> seed;
   std::optional<int> logprobs;
@@ -123,16 +125,39 @@ void log_speculation(const Engine& engine, const EngineOptions& options) {
                static_cast<long long>(s.spec_num_accepted_tokens), 100 * rate, length);
 }
 
+// One prompt with images: its text streamed, or its output as one JSON line.
+int run_with_images(const GenerateOptions& o, Engine& engine) {
+  ImagePrompt prompt = build_image_prompt(engine, o.prompt, o.images);
+  engine.add_request(std::move(prompt.token_ids), std::move(prompt.images), o.params);
+  RequestOutput last;
+  while (engine.has_unfinished_requests()) {
+    for (auto& out : engine.step()) {
+      if (!o.json) std::cout << out.new_text << std::flush;
+      last = std::move(out);
+    }
+  }
+  if (o.json) {
+    std::cout << to_json(last, o.logprobs.has_value())
+                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  std::cout << "\n";
+  return 0;
+}
+
 int run_generate(GenerateOptions& o) {
   const int sources = !o.prompt.empty() + !o.prompt_ids.empty() + !o.prompts_file.empty();
   if (sources > 1)
     throw std::runtime_error("give only one of --prompt, --prompt-ids, --prompts-file");
+  if (!o.images.empty() && (!o.prompt_ids.empty() || !o.prompts_file.empty()))
+    throw std::runtime_error(
+        "--image goes with --prompt (text), not --prompt-ids or --prompts-file");
   if (run_as_tensor_parallel_worker(o.engine)) return 0;
   const std::unique_ptr<Engine> opened = open_engine(o.engine);
   Engine& engine = *opened;
   o.params.seed = o.seed;
   o.params.logprobs = o.logprobs;
   apply_structured_flags(o, engine, o.params);
+  if (!o.images.empty()) return run_with_images(o, engine);
 
   std::vector<std::vector<int32_t>> prompts;
   if (!o.prompts_file.empty()) {
@@ -179,6 +204,11 @@ void add_generate_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--prompt", o->prompt, "Prompt text (BOS is added); default: BOS alone");
   cmd->add_option("--prompt-ids", o->prompt_ids, "Prompt as token ids, e.g. 1,403,407")
       ->delimiter(',');
+  cmd->add_option("--image", o->images,
+                  "Image file (PNG, JPEG, WebP, GIF) for a vision model, repeatable: the chat "
+                  "template gets one user message of the images then --prompt (no template: "
+                  "the image placeholders before the text)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--prompts-file", o->prompts_file,
                   "JSONL file of {\"prompt\": ...} or {\"prompt_token_ids\": [...]} lines")
       ->check(CLI::ExistingFile);

@@ -44,7 +44,28 @@ struct ServeOptions {
   std::string tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::string reasoning_parser;
+  // Images in chat messages (docs/SERVER.md, "Images").
+  std::string allowed_local_media_path;
+  std::string limit_mm_per_prompt;
+  double image_fetch_timeout_s = 10;
 };
+
+// The image flags, checked before the model loads.
+server::ChatImageOptions chat_image_options(const ServeOptions& o) {
+  server::ChatImageOptions images;
+  if (!o.limit_mm_per_prompt.empty())
+    images.limit_per_prompt = server::parse_limit_mm_per_prompt(o.limit_mm_per_prompt);
+  if (!o.allowed_local_media_path.empty()) {
+    try {
+      images.source.allowed_local_media_path =
+          server::canonical_media_directory(o.allowed_local_media_path);
+    } catch (const server::ImageSourceError& e) {
+      throw std::runtime_error(std::string("--allowed-local-media-path: ") + e.what());
+    }
+  }
+  images.source.timeout_s = o.image_fetch_timeout_s;
+  return images;
+}
 
 // The parser names exist, and auto tool choice has a parser: checked before the model loads.
 void check_parser_flags(const ServeOptions& o) {
@@ -113,6 +134,7 @@ int run_serve(ServeOptions& o) {
   }
   if (!o.chat_template.empty()) server::OpenAIServing::load_chat_template_file(o.chat_template);
   check_parser_flags(o);
+  const server::ChatImageOptions images = chat_image_options(o);
   const std::string name = o.served_model_name.empty()
                                ? std::filesystem::path(o.engine.model).filename().string()
                                : o.served_model_name;
@@ -139,7 +161,7 @@ int run_serve(ServeOptions& o) {
   server::OpenAIServing serving(
       engine, async_engine,
       {name, o.engine.model, o.chat_template, o.preprocess_timeout_s, o.tool_call_parser,
-       o.enable_auto_tool_choice, o.reasoning_parser});
+       o.enable_auto_tool_choice, o.reasoning_parser, images});
   http.attach(serving);
   if (!o.tool_call_parser.empty() || !o.reasoning_parser.empty()) {
     log_info("server",
@@ -256,6 +278,16 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Put a thinking model's <think>...</think> in the message's reasoning field (" +
                       names(server::reasoning_parser_names()) +
                       "); a structured output then constrains the answer after it");
+  cmd->add_option("--allowed-local-media-path", o->allowed_local_media_path,
+                  "Directory whose files chat requests may send as file:// image URLs (symlinks "
+                  "and '..' leading outside are refused); default: file:// URLs are refused");
+  cmd->add_option("--limit-mm-per-prompt", o->limit_mm_per_prompt,
+                  "Most images one chat request may carry, as vLLM's JSON: '{\"image\": N}' "
+                  "(default 999)");
+  cmd->add_option("--image-fetch-timeout", o->image_fetch_timeout_s,
+                  "Seconds an http(s) image URL may take to download (5 to connect)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-webui", o->no_webui,
                 "Do not serve the chat page at / (the API is unchanged)");
   cmd->add_option("--log-stats-interval", o->log_stats_interval_s,

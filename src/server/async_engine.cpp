@@ -141,9 +141,16 @@ void AsyncEngine::add_to_engine(Submission& s, std::shared_ptr<RequestChannel> c
   t.channel = std::move(channel);
   t.choice = s.choice;
   t.prompt_tokens = static_cast<int>(s.prompt_token_ids.size());
+  for (const ImageInput& image : s.images)
+    t.prompt_tokens += static_cast<int>(image.num_tokens - 1);
   t.arrival = Clock::now();
   try {
-    engine_.add_request(std::move(s.prompt_token_ids), s.params, s.request_id);
+    engine_.add_request(std::move(s.prompt_token_ids), std::move(s.images), s.params, s.request_id);
+  } catch (const std::invalid_argument& e) {
+    // The request itself cannot run here (an image over the encoder budget, say).
+    t.channel->fail(e.what(), 400);
+    --in_flight_;
+    return;
   } catch (const std::exception& e) {
     t.channel->fail(e.what());
     --in_flight_;

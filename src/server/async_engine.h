@@ -54,7 +54,8 @@ class RequestChannel {
 struct Submission {
   std::string request_id;
   size_t choice = 0;
-  std::vector<int32_t> prompt_token_ids;
+  std::vector<int32_t> prompt_token_ids;  // one <|image_pad|> per image
+  std::vector<ImageInput> images;         // prepared on the HTTP thread
   SamplingParams params;
 };
 

@@ -24,6 +24,7 @@ GenerationJob::GenerationJob(AsyncEngine& engine, const Tokenizer& tokenizer,
       s.request_id = id_prefix + "-" + std::to_string(index);
       s.choice = index;
       s.prompt_token_ids = prompts_[p].token_ids;
+      s.images = prompts_[p].images;
       s.params = request.params;
       s.params.max_tokens = prompts_[p].max_tokens;
       // Distinct seeds so that n seeded samples differ from each other yet repeat across calls.
@@ -93,7 +94,13 @@ void GenerationJob::cancel() {
 
 int64_t GenerationJob::prompt_tokens() const {
   int64_t total = 0;
-  for (const auto& p : prompts_) total += static_cast<int64_t>(p.token_ids.size());
+  for (const auto& p : prompts_) total += p.num_tokens();
+  return total;
+}
+
+int64_t PreparedPrompt::num_tokens() const {
+  int64_t total = static_cast<int64_t>(token_ids.size());
+  for (const ImageInput& image : images) total += image.num_tokens - 1;
   return total;
 }
 

@@ -15,9 +15,12 @@
 namespace pagedllm::server {
 
 struct PreparedPrompt {
-  std::vector<int32_t> token_ids;
-  std::string text;  // for echo
+  std::vector<int32_t> token_ids;  // one <|image_pad|> per image
+  std::string text;                // for echo
   int max_tokens = 0;
+  std::vector<ImageInput> images;  // prepared, in the order of their pads
+  // The prompt's tokens as the engine counts them: each image's pad widened to its tokens.
+  int64_t num_tokens() const;
 };
 
 class GenerationJob {

@@ -159,6 +159,15 @@ std::string ServerMetrics::render() const {
            std::to_string(i) + "\"} " + std::to_string(gauges_.spec_accepted_per_position[i]) +
            "\n";
   }
+  // Images: the vision encoder and its cache (as vLLM's encoder cache, in embedding tokens).
+  gauge("encoder_cache_usage_perc", "Fraction of the encoder cache in use (1 = 100%).",
+        number(gauges_.encoder_cache_usage));
+  counter("encoder_images_total", "Images run through the vision encoder.",
+          gauges_.num_encoded_images);
+  counter("encoder_image_tokens_total", "Image embeddings (prompt tokens) the encoder computed.",
+          gauges_.num_encoded_image_tokens);
+  header(out, "pagedllm:encoder_seconds_total", "counter", "Seconds spent in the vision encoder.");
+  out += "pagedllm:encoder_seconds_total" + l + " " + number(gauges_.encoder_seconds) + "\n";
   counter("prompt_tokens_total", "Prompt tokens of admitted requests.", prompt_tokens_);
   counter("generation_tokens_total", "Tokens generated.", generation_tokens_);
   header(out, "pagedllm:request_success_total", "counter", "Finished requests by reason.");

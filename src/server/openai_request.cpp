@@ -227,23 +227,64 @@ std::vector<Prompt> parse_prompts(const json* v) {
   return prompts;
 }
 
-// Content as one string: a string, null, or an array of {"type": "text", "text": ...} parts.
-json flatten_content(const json& content) {
+// A content part's type; vLLM's shorthand parts ({"image_url": "..."}, {"text": "..."}) have none.
+std::string part_type(const json& part) {
+  auto it = part.find("type");
+  if (it == part.end() || it->is_null()) {
+    if (part.contains("image_url")) return "image_url";
+    return part.contains("text") ? "text" : "";
+  }
+  if (!it->is_string()) throw bad_request("a content part's type must be a string", "messages");
+  return it->get<std::string>();
+}
+
+// {"image_url": {"url": ..., "detail": ...}} or the string shorthand {"image_url": "..."}.
+std::string image_url_of(const json& part) {
+  auto it = part.find("image_url");
+  const json* url = it == part.end() ? nullptr : &*it;
+  if (url && url->is_object()) {
+    auto u = url->find("url");
+    url = u == url->end() ? nullptr : &*u;
+  }
+  if (!url || !url->is_string())
+    throw bad_request("an image_url part needs image_url.url as a string", "messages");
+  return url->get<std::string>();
+}
+
+// Text-only content as one string (text parts joined by newlines), as before images: templates
+// that expect a string keep working. Content with images stays a list of parts, in the form HF
+// templates test for: {"type": "text", "text": ...} and {"type": "image"}; the URLs are kept
+// apart, in order.
+json parse_content(const json& content, std::vector<std::string>& image_urls) {
   if (content.is_null() || content.is_string()) return content;
   if (!content.is_array())
     throw bad_request("message content must be a string or an array of parts", "messages");
   std::string text;
+  json parts = json::array();
+  bool has_image = false;
   for (const json& part : content) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-        !part["text"].is_string())
-      throw bad_request("only text content parts are supported", "messages");
-    if (!text.empty()) text += "\n";
-    text += part["text"].get<std::string>();
+    if (!part.is_object()) throw bad_request("each content part must be an object", "messages");
+    const std::string type = part_type(part);
+    if (type == "text") {
+      if (!part.contains("text") || !part["text"].is_string())
+        throw bad_request("a text part needs text as a string", "messages");
+      if (!text.empty()) text += "\n";
+      text += part["text"].get<std::string>();
+      parts.push_back({{"type", "text"}, {"text", part["text"]}});
+    } else if (type == "image_url") {
+      image_urls.push_back(image_url_of(part));
+      parts.push_back({{"type", "image"}});
+      has_image = true;
+    } else {
+      throw bad_request(
+          "content parts of type '" + type + "' are not supported (text and image_url are)",
+          "messages");
+    }
   }
-  return text;
+  return has_image ? parts : json(text);
 }
 
-json parse_messages(const json* v) {
+json parse_messages(const json* v, std::vector<std::string>& image_urls) {
   if (!v || !v->is_array() || v->empty())
     throw bad_request("messages must be a non-empty array", "messages");
   json messages = json::array();
@@ -251,10 +292,29 @@ json parse_messages(const json* v) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
       throw bad_request("each message must be an object with a string role", "messages");
     json message = m;
-    if (m.contains("content")) message["content"] = flatten_content(m["content"]);
+    if (m.contains("content")) message["content"] = parse_content(m["content"], image_urls);
     messages.push_back(std::move(message));
   }
   return messages;
+}
+
+// vLLM's mm_processor_kwargs: the image processor's min_pixels / max_pixels for this request.
+ImageOptions parse_mm_processor_kwargs(Fields& f) {
+  ImageOptions o;
+  const json* v = f.find("mm_processor_kwargs");
+  if (!v) return o;
+  const std::string name = "mm_processor_kwargs";
+  if (!v->is_object()) throw bad_request(name + " must be an object", name);
+  Fields kwargs(*v);
+  constexpr int64_t kMostPixels = int64_t{1} << 40;
+  if (auto p = kwargs.integer("min_pixels", 1, kMostPixels)) o.min_pixels = *p;
+  if (auto p = kwargs.integer("max_pixels", 1, kMostPixels)) o.max_pixels = *p;
+  if (o.min_pixels > 0 && o.max_pixels > 0 && o.min_pixels > o.max_pixels)
+    throw bad_request(name + ": min_pixels must not exceed max_pixels", name);
+  if (auto unknown = kwargs.unknown(); !unknown.empty())
+    throw bad_request(name + ": '" + unknown[0] + "' is not supported (min_pixels, max_pixels are)",
+                      name);
+  return o;
 }
 
 }  // namespace
@@ -290,7 +350,8 @@ ChatRequest parse_chat_request(const json& body) {
   read_max_tokens(f, r, "max_tokens");
   read_max_tokens(f, r, "max_completion_tokens");  // the newer name wins
   check_min_tokens(r);
-  r.messages = parse_messages(f.find("messages"));
+  r.messages = parse_messages(f.find("messages"), r.image_urls);
+  r.image_options = parse_mm_processor_kwargs(f);
   const bool logprobs = f.boolean("logprobs").value_or(false);
   const auto top = f.integer("top_logprobs", 0, kMaxLogprobs);
   if (top && !logprobs)
@@ -333,7 +394,8 @@ TokenizeRequest parse_tokenize_request(const json& body) {
   if (auto model = f.string("model")) r.model = *model;
   r.prompt = f.string("prompt");
   if (const json* m = f.find("messages")) {
-    r.messages = parse_messages(m);
+    std::vector<std::string> image_urls;  // /tokenize counts the template's placeholders only
+    r.messages = parse_messages(m, image_urls);
     r.add_special_tokens = false;
   }
   if (r.prompt.has_value() == !r.messages.is_null())

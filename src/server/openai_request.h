@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pagedllm/engine.h"
 #include "pagedllm/sampling.h"
 #include "server/tool_choice.h"
 
@@ -47,8 +48,12 @@ struct CompletionRequest : GenerationRequest {
 };
 
 struct ChatRequest : GenerationRequest {
-  nlohmann::ordered_json messages;  // array of {role, content, ...}; content already flattened
-  nlohmann::ordered_json tools;     // null when absent
+  // Array of {role, content, ...}: text-only content flattened to a string; content with images
+  // a list of {"type": "text", "text"} and {"type": "image"} parts.
+  nlohmann::ordered_json messages;
+  std::vector<std::string> image_urls;  // the image_url parts' URLs, in the messages' order
+  ImageOptions image_options;           // mm_processor_kwargs
+  nlohmann::ordered_json tools;         // null when absent
   ToolChoice tool_choice;
   bool parallel_tool_calls = true;
   nlohmann::ordered_json template_kwargs;  // chat_template_kwargs: extra variables for the template

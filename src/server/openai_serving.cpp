@@ -1,5 +1,6 @@
 #include "server/openai_serving.h"
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -51,9 +52,10 @@ void check_text_can_fit(const Tokenizer& tok, std::string_view text, const Engin
                     what);
 }
 
-// Checks ids against the vocabulary and fixes max_tokens within max_model_len.
+// Checks ids against the vocabulary and fixes max_tokens within max_model_len, where each image
+// counts its tokens.
 PreparedPrompt prepare(std::vector<int32_t> ids, std::string text, const GenerationRequest& r,
-                       const Engine& engine, bool chat) {
+                       const Engine& engine, bool chat, std::vector<ImageInput> images = {}) {
   if (ids.empty()) throw bad_request("the prompt is empty", chat ? "messages" : "prompt");
   for (int32_t id : ids) {
     if (id >= engine.vocab_size())
@@ -61,7 +63,7 @@ PreparedPrompt prepare(std::vector<int32_t> ids, std::string text, const Generat
                             std::to_string(engine.vocab_size()) + ")",
                         "prompt");
   }
-  const int64_t len = static_cast<int64_t>(ids.size());
+  const int64_t len = expanded_prompt_length(ids.size(), images);
   const int64_t limit = engine.max_model_len();
   const char* what = chat ? "messages" : "prompt";
   if (r.max_tokens_given && len + r.params.max_tokens > limit) {
@@ -79,7 +81,7 @@ PreparedPrompt prepare(std::vector<int32_t> ids, std::string text, const Generat
                           " tokens, which leaves no room for the completion.",
                       what);
   }
-  PreparedPrompt p{std::move(ids), std::move(text), 0};
+  PreparedPrompt p{std::move(ids), std::move(text), 0, std::move(images)};
   // Absent max_tokens: completions keep OpenAI's 16 where it fits, chat runs to the limit.
   if (r.max_tokens_given) {
     p.max_tokens = r.params.max_tokens;
@@ -276,6 +278,10 @@ OpenAIServing::OpenAIServing(const Engine& engine, AsyncEngine& async_engine,
       throw std::runtime_error("chat template: " + std::string(e.what()));
     }
   }
+  if (engine.supports_images()) {
+    const std::vector<int32_t> pad = engine.tokenizer().encode(kImagePadText, false);
+    if (pad.size() == 1) image_pad_id_ = pad[0];
+  }
 }
 
 std::unique_ptr<ChatTemplate> OpenAIServing::load_chat_template_file(const std::string& path) {
@@ -398,11 +404,35 @@ std::string OpenAIServing::render_chat(const ojson& messages, const ojson& tools
 
 PreparedPrompt OpenAIServing::prepare_chat_prompt(const ChatRequest& r) const {
   InterruptScope preparing(preparation_check("messages"));
+  check_chat_images(r, engine_.supports_images(), options_.images.limit_per_prompt);
+  if (!r.image_urls.empty()) {
+    std::string prompt;
+    std::vector<int32_t> ids = tokenize_chat_with_images(r, prompt);
+    std::vector<ImageInput> images = prepare_chat_images(r, engine_, options_.images.source);
+    return prepare(std::move(ids), std::move(prompt), r, engine_, true, std::move(images));
+  }
   const std::string prompt = render_chat(r.messages, r.tools, r.template_kwargs,
                                          r.add_generation_prompt, r.continue_final_message);
   const Tokenizer& tok = engine_.tokenizer();
   check_text_can_fit(tok, prompt, engine_, true);
   return prepare(tok.encode(prompt, r.add_special_tokens), prompt, r, engine_, true);
+}
+
+std::vector<int32_t> OpenAIServing::tokenize_chat_with_images(const ChatRequest& r,
+                                                              std::string& prompt) const {
+  const Tokenizer& tok = engine_.tokenizer();
+  auto render_and_encode = [&](const ojson& messages) {
+    prompt = render_chat(messages, r.tools, r.template_kwargs, r.add_generation_prompt,
+                         r.continue_final_message);
+    check_text_can_fit(tok, prompt, engine_, true);
+    return tok.encode(prompt, r.add_special_tokens);
+  };
+  std::vector<int32_t> ids = render_and_encode(r.messages);
+  // A template that only prints text parts (or only takes strings) wrote no placeholder.
+  if (std::find(ids.begin(), ids.end(), image_pad_id_) == ids.end())
+    ids = render_and_encode(messages_with_placeholder_text(r.messages));
+  check_image_placeholders(ids, image_pad_id_, r.image_urls.size());
+  return ids;
 }
 
 ChatOutputOptions OpenAIServing::chat_output_options(const ChatRequest& r) const {

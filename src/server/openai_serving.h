@@ -11,6 +11,7 @@
 #include "chat/chat_template.h"
 #include "pagedllm/engine.h"
 #include "server/async_engine.h"
+#include "server/chat_images.h"
 #include "server/chat_output.h"
 #include "server/generation_job.h"
 #include "server/openai_request.h"
@@ -46,6 +47,8 @@ struct ServingOptions {
   std::string tool_call_parser;
   bool enable_auto_tool_choice = false;
   std::string reasoning_parser;
+  // Image parts of chat messages: where their bytes may come from, and how many a prompt takes.
+  ChatImageOptions images;
 };
 
 class OpenAIServing {
@@ -80,6 +83,9 @@ class OpenAIServing {
   void compile_structured_outputs(const GenerationRequest& r) const;
   std::vector<PreparedPrompt> prepare_prompts(const CompletionRequest& r) const;
   PreparedPrompt prepare_chat_prompt(const ChatRequest& r) const;
+  // The rendered and tokenized prompt of a chat with images: the template's parts, or the
+  // placeholders as text for a template that ignores image parts.
+  std::vector<int32_t> tokenize_chat_with_images(const ChatRequest& r, std::string& prompt) const;
   // For an InterruptScope around a request's preparation: stops it at shutdown (it could not
   // be queued anyway) and past preprocess_timeout_s. `field` names the input in the error.
   InterruptScope::Check preparation_check(const char* field) const;
@@ -88,6 +94,7 @@ class OpenAIServing {
   AsyncEngine& async_engine_;
   ServingOptions options_;
   std::unique_ptr<ChatTemplate> chat_template_;
+  int32_t image_pad_id_ = -1;  // the model's <|image_pad|>, for a model that takes images
   int64_t created_;
 };
 

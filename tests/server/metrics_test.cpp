@@ -53,5 +53,25 @@ TEST(ServerMetrics, RendersVllmNamesUnderThePagedllmPrefix) {
   }
 }
 
+TEST(ServerMetrics, RendersTheImageEncoderFigures) {
+  ServerMetrics m("vl");
+  EngineStats stats;
+  stats.encoder_cache_usage = 0.375;
+  stats.num_encoded_images = 3;
+  stats.num_encoded_image_tokens = 768;
+  stats.encoder_seconds = 1.5;
+  m.set_gauges(stats);
+  const std::string text = m.render();
+  for (const char* line : {"# TYPE pagedllm:encoder_cache_usage_perc gauge\n",
+                           "pagedllm:encoder_cache_usage_perc{model_name=\"vl\"} 0.375\n",
+                           "# TYPE pagedllm:encoder_images_total counter\n",
+                           "pagedllm:encoder_images_total{model_name=\"vl\"} 3\n",
+                           "pagedllm:encoder_image_tokens_total{model_name=\"vl\"} 768\n",
+                           "# TYPE pagedllm:encoder_seconds_total counter\n",
+                           "pagedllm:encoder_seconds_total{model_name=\"vl\"} 1.5\n"}) {
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+  }
+}
+
 }  // namespace
 }  // namespace pagedllm::server

@@ -127,6 +127,42 @@ TEST(OpenAIRequest, ChatRejectsBadMessagesAndTopLogprobsWithoutLogprobs) {
   }
 }
 
+TEST(OpenAIRequest, ChatImagePartsStayPartsWithTheirUrlsInOrder) {
+  auto r = parse_chat_request(parse_json_body(R"({"messages": [
+      {"role": "system", "content": [{"type": "text", "text": "s"}]},
+      {"role": "user", "content": [{"type": "text", "text": "look"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA==", "detail": "low"}},
+        {"image_url": "http://x/b.png"}, {"text": "and"}]},
+      {"role": "user", "content": [{"type": "image_url", "image_url": "file:///c.png"}]}],
+      "mm_processor_kwargs": {"min_pixels": 100, "max_pixels": 5000}})"));
+  EXPECT_EQ(r.messages[0]["content"], "s");  // text-only content is still one string
+  EXPECT_EQ(r.messages[1]["content"].dump(),
+            R"([{"type":"text","text":"look"},{"type":"image"},{"type":"image"},)"
+            R"({"type":"text","text":"and"}])");
+  EXPECT_EQ(r.messages[2]["content"].dump(), R"([{"type":"image"}])");
+  EXPECT_EQ(r.image_urls, (std::vector<std::string>{"data:image/png;base64,AA==", "http://x/b.png",
+                                                    "file:///c.png"}));
+  EXPECT_EQ(r.image_options.min_pixels, 100);
+  EXPECT_EQ(r.image_options.max_pixels, 5000);
+}
+
+TEST(OpenAIRequest, ChatRejectsMalformedImagePartsAndProcessorKwargs) {
+  for (const char* body :
+       {R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": 5}]}]})",
+        R"({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}]})",
+        R"({"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]})",
+        R"({"messages": [{"role": "user", "content": [{"type": 3}]}]})",
+        R"({"messages": [{"role": "user", "content": ["text"]}]})",
+        R"({"messages": [{"role": "user", "content": "x"}], "mm_processor_kwargs": 1})",
+        R"({"messages": [{"role": "user", "content": "x"}], "mm_processor_kwargs": {"fps": 1}})",
+        R"({"messages": [{"role": "user", "content": "x"}],
+               "mm_processor_kwargs": {"min_pixels": 10, "max_pixels": 5}})",
+        R"({"messages": [{"role": "user", "content": "x"}],
+               "mm_processor_kwargs": {"max_pixels": 0}})"}) {
+    EXPECT_THROW(parse_chat_request(parse_json_body(body)), ApiError) << body;
+  }
+}
+
 TEST(OpenAIRequest, TokenizeTakesAPromptOrMessagesButNotBoth) {
   EXPECT_EQ(parse_tokenize_request(parse_json_body(R"({"prompt": "x"})")).prompt, "x");
   EXPECT_THROW(parse_tokenize_request(parse_json_body(R"({})")), ApiError);

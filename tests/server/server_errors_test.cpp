@@ -61,6 +61,21 @@ TEST_F(ServerErrors, BadRequestsGet400AndTheServerKeepsServing) {
   EXPECT_TRUE(still_serves(*server_));
 }
 
+// A model without a vision encoder refuses images with 400 before anything is fetched.
+TEST_F(ServerErrors, ImagesSentToATextOnlyModelAre400) {
+  const ojson body = {
+      {"messages",
+       {{{"role", "user"},
+         {"content",
+          {{{"type", "image_url"}, {"image_url", {{"url", "http://127.0.0.1:1/x.png"}}}},
+           {{"type", "text"}, {"text", "hi"}}}}}}}};
+  const HttpReply r = post(*server_, "/v1/chat/completions", body);
+  expect_error(r, 400, "BadRequestError", "image to a text-only model");
+  EXPECT_NE(r.body.find("takes no images"), std::string::npos) << r.body;
+  EXPECT_EQ(r.json["error"]["param"], "messages");
+  EXPECT_TRUE(still_serves(*server_));
+}
+
 // A prompt too long to fit whatever its tokens is refused before it is tokenized, with the
 // numbers that prove it.
 TEST_F(ServerErrors, APromptThatCannotFitIsRefusedBeforeTokenizing) {
