@@ -197,6 +197,36 @@ TEST(TensorParallel, ConstrainedOutputIsTheSingleProcessOne) {
   }
 }
 
+// Every rank encodes the step's images (the step message carries their pixels) and gathers the
+// same embedding rows for its shard.
+TEST(TensorParallel, AnImageRequestGivesTheSingleProcessTokens) {
+  skip_without_mpi();
+  const std::string dir = temp_path("tp-tiny-qwen2-vl"), png = temp_path("tp-image.png");
+  const CliResult made =
+      run_shell(std::string(PAGEDLLM_BINARY) +
+                " make-model --preset tiny-qwen2-vl --format safetensors --out " + dir);
+  ASSERT_EQ(made.code, 0) << made.err;
+  ASSERT_EQ(std::system(("/usr/bin/python3 -c \"import numpy as np; from PIL import Image; "
+                         "Image.fromarray(np.random.RandomState(2).randint(0, 256, (90, 70, 3), "
+                         "dtype=np.uint8)).save('" +
+                         png + "')\"")
+                            .c_str()),
+            0);
+  const std::string args = "generate --model " + dir + " --image " + png + " --image " + png +
+                           " --prompt 'Compare them.' --temperature 0 --max-tokens 12 --logprobs 0"
+                           " --max-num-batched-tokens 16 --max-num-seqs 4 --json --threads 1";
+  const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
+  const CliResult tp =
+      run_shell(kMpirun + " -np 2 " + PAGEDLLM_BINARY + " " + args + " --tensor-parallel-size 2");
+  ASSERT_EQ(one.code, 0) << one.err;
+  ASSERT_EQ(tp.code, 0) << tp.err;
+  const auto want = json_lines(one.out), got = json_lines(tp.out);
+  ASSERT_EQ(want.size(), 1u) << one.out;
+  ASSERT_EQ(got.size(), 1u) << tp.out;
+  EXPECT_EQ(got[0]["token_ids"], want[0]["token_ids"]);
+  EXPECT_EQ(got[0]["prompt_token_ids"], want[0]["prompt_token_ids"]);
+}
+
 TEST(TensorParallel, AFlagThatDoesNotMatchTheJobSizeIsRefused) {
   const std::string model = model_path("stories260K/stories260K.gguf");
   const CliResult alone = run_shell(std::string(PAGEDLLM_BINARY) + " generate --model " + model +
