@@ -165,6 +165,32 @@ TEST_F(ServerImages, GenerateWithAnImageMatchesTheServer) {
   EXPECT_EQ(out["text"], served.json["choices"][0]["message"]["content"]);
 }
 
+// The official openai npm client (tests/node) sends a PNG it encoded itself, plain and streamed.
+TEST_F(ServerImages, TheOpenAINodeClientSendsAnImage) {
+  const std::string png = images_["wide.png"]["path"];
+  const std::string cmd = "node " PAGEDLLM_SOURCE_DIR
+                          "/tests/node/openai_image.mjs http://127.0.0.1:" +
+                          std::to_string(server_->port()) + "/v1 vl " + png;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  const ojson r = ojson::parse(out);
+  ojson request =
+      chat({{{"type", "text"}, {"text", "Describe"}}, image_part(data_url("wide.png"))});
+  request["ignore_eos"] = true;
+  const HttpReply direct = post(*server_, "/v1/chat/completions", request);
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  EXPECT_EQ(r["text"], direct.json["choices"][0]["message"]["content"]);
+  EXPECT_EQ(r["streamed"], r["text"]);
+  EXPECT_EQ(r["usage"]["prompt_tokens"], text_tokens(request) - 1 + tokens_of("wide.png"));
+  EXPECT_EQ(r["streamed_usage"], r["usage"]);
+  EXPECT_EQ(r["error_status"], 400);
+}
+
 TEST_F(ServerImages, HttpAndFileUrlsAreRead) {
   httplib::Server images;
   const std::string png = images_["wide.png"]["path"];
