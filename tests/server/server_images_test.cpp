@@ -261,6 +261,27 @@ TEST_F(ServerImages, GenerateRefusesBadImageInputsInOneLine) {
   }
 }
 
+// --mmproj gives a GGUF language model its vision tower: the GGUF pair of the same preset gives
+// the HF directory's tokens; without the projector the GGUF takes no images.
+TEST_F(ServerImages, GenerateTakesTheProjectorOfAGgufWithMmproj) {
+  const std::string lm = root_ + "/tiny-qwen2-vl.gguf", mmproj = root_ + "/mmproj.gguf";
+  const CliResult made =
+      run_cli("make-model --preset tiny-qwen2-vl --dtype f32 --out " + lm + " --mmproj " + mmproj);
+  ASSERT_EQ(made.code, 0) << made.err;
+  const std::string flags = " --image " + images_["tall.png"]["path"].get<std::string>() +
+                            " --prompt hi --max-tokens 6 --temperature 0 --ignore-eos --json "
+                            "--max-model-len 160 --threads 1";
+  const CliResult hf = run_cli("generate --model " + model_ + flags);
+  const CliResult gguf = run_cli("generate --model " + lm + " --mmproj " + mmproj + flags);
+  ASSERT_EQ(hf.code, 0) << hf.err;
+  ASSERT_EQ(gguf.code, 0) << gguf.err;
+  EXPECT_EQ(ojson::parse(gguf.out)["token_ids"], ojson::parse(hf.out)["token_ids"]);
+  EXPECT_EQ(ojson::parse(gguf.out)["prompt_token_ids"], ojson::parse(hf.out)["prompt_token_ids"]);
+  const CliResult without = run_cli("generate --model " + lm + flags);
+  EXPECT_EQ(without.code, 1);
+  EXPECT_NE(without.err.find("needs --mmproj"), std::string::npos) << without.err;
+}
+
 // The engine refuses an image over the encoder budget when the request is added: a 400 from
 // the engine thread, and the next request is served.
 TEST_F(ServerImages, AnImageOverTheEncoderBudgetIs400) {
