@@ -57,7 +57,8 @@ void BM_VisionEncoderQwen25_3BShape4Blocks448(benchmark::State& state) {
   c.intermediate_size = 3420;
   c.out_hidden_size = 2048;
   c.fullatt_block_indexes = {3};
-  c.matmul_dtype = state.range(0) ? DType::kBF16 : DType::kF32;
+  const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kQ8_0};
+  c.matmul_dtype = dtypes[state.range(0)];
   const auto weights = [](const std::string& name, size_t n) {
     std::vector<float> w(n);
     const bool norm =
@@ -72,9 +73,10 @@ void BM_VisionEncoderQwen25_3BShape4Blocks448(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(encoder.encode(pixels, std::span(&grid, 1)));
 }
 BENCHMARK(BM_VisionEncoderQwen25_3BShape4Blocks448)
-    ->ArgName("bf16")
+    ->ArgName("f32_bf16_q8")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -234,8 +234,8 @@ struct Engine::Impl {
                                          : std::max(s.max_num_batched_tokens, largest);
     s.encoder_cache_size =
         o.encoder_cache_size > 0 ? o.encoder_cache_size : s.max_num_encoder_input_tokens;
-    const bool bf16 = vision->encoder->config().matmul_dtype == DType::kBF16;
-    log_info("engine", "vision encoder from " + vision->source + " (" + (bf16 ? "bf16" : "f32") +
+    log_info("engine", "vision encoder from " + vision->source + " (" +
+                           to_string(vision->encoder->config().matmul_dtype) +
                            " matrix products): encoder budget " +
                            std::to_string(s.max_num_encoder_input_tokens) +
                            " tokens per step, encoder cache " +

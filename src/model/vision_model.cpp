@@ -71,7 +71,9 @@ VisionWeightSource sharded_source(const VisionShards& shards) {
 
 // A checkpoint stored in 16-bit floats runs its matrix products in bf16, as HF runs such a
 // checkpoint (twice the arithmetic rate on AVX512-BF16 and AMX); f32 checkpoints stay exact.
+// A q8_0 projector runs int8 products, as llama.cpp runs it.
 DType matmul_dtype_for(std::optional<DType> stored) {
+  if (stored == DType::kQ8_0) return DType::kQ8_0;
   return stored == DType::kBF16 || stored == DType::kF16 ? DType::kBF16 : DType::kF32;
 }
 

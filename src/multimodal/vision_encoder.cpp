@@ -1,12 +1,11 @@
 #include "multimodal/vision_encoder.h"
 
-#include "kernels/cpu/linear.h"
-
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "format/block_quant.h"
 #include "format/dequant.h"
 #include "format/safetensors_file.h"
 #include "kernels/cpu/cpu_features.h"
@@ -196,7 +195,13 @@ VisionEncoder::Linear VisionEncoder::linear(const VisionWeightSource& w, const s
   l.in = in;
   l.out = out;
   const std::vector<float> weight = w(name + ".weight", static_cast<size_t>(in) * out);
-  if (config_.matmul_dtype == DType::kBF16) {
+  if (config_.matmul_dtype == DType::kQ8_0 && in % 32 == 0) {
+    // Q8_0 blocks of 32 along each row: the kernels' int8 products (VNNI where the CPU has it).
+    std::vector<uint8_t> blocks(row_bytes(DType::kQ8_0, in) * static_cast<size_t>(out));
+    quantize_blocks(DType::kQ8_0, weight.data(), blocks.data(),
+                    static_cast<int64_t>(weight.size()));
+    l.weight = cpu::PackedMatrix(WeightMatrix{DType::kQ8_0, out, in, blocks.data()});
+  } else if (config_.matmul_dtype != DType::kF32) {
     std::vector<uint16_t> bf16(weight.size());
     for (size_t i = 0; i < weight.size(); ++i) bf16[i] = f32_to_bf16(weight[i]);
     l.weight = cpu::PackedMatrix(WeightMatrix{DType::kBF16, out, in, bf16.data()});
@@ -275,6 +280,41 @@ void VisionEncoder::apply_norm(const Norm& n, std::span<float> rows, int width) 
   }
 }
 
+void VisionEncoder::attend_segment(const std::vector<float>& qkv, int64_t begin, int64_t end,
+                                   int head, std::vector<float>& out) const {
+  const int d = config_.hidden_size, hd = config_.head_dim();
+  const auto len = static_cast<int>(end - begin);
+  if (len <= 0) return;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::vector<float> q(static_cast<size_t>(len) * hd), k(q.size()), vt(q.size());
+  for (int i = 0; i < len; ++i) {
+    const float* row =
+        &qkv[static_cast<size_t>(begin + i) * 3 * d + static_cast<size_t>(head) * hd];
+    std::copy_n(row, hd, &q[static_cast<size_t>(i) * hd]);
+    std::copy_n(row + d, hd, &k[static_cast<size_t>(i) * hd]);
+    for (int c = 0; c < hd; ++c) vt[static_cast<size_t>(c) * len + i] = row[2 * d + c];
+  }
+  const cpu::PackedMatrix keys(WeightMatrix{DType::kF32, len, hd, k.data()});
+  const cpu::PackedMatrix values_t(WeightMatrix{DType::kF32, hd, len, vt.data()});
+  std::vector<float> scores(static_cast<size_t>(len) * len);
+  const cpu::Isa isa = cpu::active_isa();
+  cpu::gemm_packed(isa, q.data(), len, keys, scores.data(), nullptr);
+  for (int i = 0; i < len; ++i) {
+    float* p = &scores[static_cast<size_t>(i) * len];
+    float largest = -INFINITY;
+    for (int j = 0; j < len; ++j) largest = std::max(largest, p[j] *= scale);
+    float total = 0.0f;
+    for (int j = 0; j < len; ++j) total += (p[j] = std::exp(p[j] - largest));
+    const float inverse = 1.0f / total;
+    for (int j = 0; j < len; ++j) p[j] *= inverse;
+  }
+  std::vector<float> o(static_cast<size_t>(len) * hd);
+  cpu::gemm_packed(isa, scores.data(), len, values_t, o.data(), nullptr);
+  for (int i = 0; i < len; ++i)
+    std::copy_n(&o[static_cast<size_t>(i) * hd], hd,
+                &out[static_cast<size_t>(begin + i) * d + static_cast<size_t>(head) * hd]);
+}
+
 void VisionEncoder::attention(const Block& b, std::vector<float>& x, std::span<const float> cos,
                               std::span<const float> sin, std::span<const int64_t> segments) const {
   const int d = config_.hidden_size, heads = config_.num_heads, hd = config_.head_dim();
@@ -297,39 +337,15 @@ void VisionEncoder::attention(const Block& b, std::vector<float>& x, std::span<c
         }
       }
   std::vector<float> out(static_cast<size_t>(n) * d);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // Each query attends over the keys of its own segment (window, or frame).
-  std::vector<int64_t> segment_begin(n), segment_end(n);
-  for (size_t s = 0; s + 1 < segments.size(); ++s)
-    for (int64_t i = segments[s]; i < segments[s + 1]; ++i) {
-      segment_begin[i] = segments[s];
-      segment_end[i] = segments[s + 1];
-    }
-#pragma omp parallel
-  {
-    std::vector<float> p;  // this thread's scores
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t qi = 0; qi < n; ++qi)
-      for (int head = 0; head < heads; ++head) {
-        const int64_t begin = segment_begin[qi], end = segment_end[qi];
-        const float* q = &qkv[qi * 3 * d + head * hd];
-        p.resize(end - begin);
-        float largest = -INFINITY;
-        for (int64_t ki = begin; ki < end; ++ki) {
-          const float* k = &qkv[ki * 3 * d + d + head * hd];
-          p[ki - begin] = cpu::dot(q, k, hd) * scale;  // 16 lanes: vectorised, order fixed
-          largest = std::max(largest, p[ki - begin]);
-        }
-        float total = 0.0f;
-        for (float& v : p) total += (v = std::exp(v - largest));
-        float* o = &out[qi * d + head * hd];
-        for (int64_t ki = begin; ki < end; ++ki) {
-          const float* v = &qkv[ki * 3 * d + 2 * d + head * hd];
-          const float w = p[ki - begin] / total;
-          for (int i = 0; i < hd; ++i) o[i] += w * v[i];
-        }
-      }
-  }
+  // Each (segment, head) is two matrix products on the packed kernels: scores = Q K^T over the
+  // segment's own keys (a window, or a frame), softmax by row, then scores V. A segment's rows
+  // never depend on other segments, so images and windows stay apart.
+  const int num_segments = static_cast<int>(segments.size()) - 1;
+#pragma omp parallel for collapse(2) schedule(dynamic)
+  for (int seg = 0; seg < num_segments; ++seg)
+    for (int head = 0; head < heads; ++head)
+      attend_segment(qkv, segments[static_cast<size_t>(seg)],
+                     segments[static_cast<size_t>(seg) + 1], head, out);
   const std::vector<float> projected = apply(b.proj, out);
   for (size_t i = 0; i < x.size(); ++i) x[i] += projected[i];
 }

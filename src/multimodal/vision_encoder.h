@@ -41,10 +41,11 @@ struct VisionEncoderConfig {
   int window_size = 112;  // Qwen2.5-VL: attention windows of this many pixels square
   std::vector<int> fullatt_block_indexes;  // Qwen2.5-VL: blocks with full attention
   float norm_eps = 1e-6f;
-  // The matrix products' weights: f32 (every checkpoint's values exactly), or bf16 (the
-  // kernels' bf16 products, twice the arithmetic rate where the CPU has AVX512-BF16 or AMX;
-  // exact for a bf16 checkpoint's weights, the activations rounded to bf16 as HF's bf16 run
-  // rounds them).
+  // The matrix products' weights: f32 (every checkpoint's values exactly); bf16 (the kernels'
+  // bf16 products, twice the arithmetic rate where the CPU has AVX512-BF16 or AMX; exact for a
+  // bf16 checkpoint's weights, the activations rounded to bf16 as HF's bf16 run rounds them);
+  // or q8_0 (int8 products on quantized activations, as llama.cpp runs a q8_0 projector;
+  // matrices whose rows hold no whole block use bf16).
   DType matmul_dtype = DType::kF32;
 
   int head_dim() const { return hidden_size / num_heads; }
@@ -98,6 +99,9 @@ class VisionEncoder {
   void apply_norm(const Norm& n, std::span<float> rows, int width) const;
   void attention(const Block& b, std::vector<float>& x, std::span<const float> cos,
                  std::span<const float> sin, std::span<const int64_t> segments) const;
+  // Attention of one head over the rows [begin, end) of one segment, into `out`.
+  void attend_segment(const std::vector<float>& qkv, int64_t begin, int64_t end, int head,
+                      std::vector<float>& out) const;
   void mlp(const Block& b, std::vector<float>& x) const;
   std::vector<float> merge(std::vector<float>& x) const;  // final norm, then the merger
 

@@ -57,6 +57,22 @@ TEST(VisionModel, SixteenBitCheckpointsRunBf16ProductsCloseToTheF32Ones) {
   EXPECT_GT(std::sqrt(err / norm), 1e-5);
 }
 
+TEST(VisionModel, AQ8ProjectorRunsInt8ProductsCloseToTheF32Ones) {
+  const auto f32 = load_vision_model("", write_preset(DType::kF32, true));
+  const auto q8 = load_vision_model("", write_preset(DType::kQ8_0, true));
+  EXPECT_EQ(f32->encoder->config().matmul_dtype, DType::kF32);
+  EXPECT_EQ(q8->encoder->config().matmul_dtype, DType::kQ8_0);
+  const std::vector<float> a = encode_random_image(*f32), b = encode_random_image(*q8);
+  ASSERT_EQ(a.size(), b.size());
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    err += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += a[i] * a[i];
+  }
+  EXPECT_LT(std::sqrt(err / norm), 3e-2);
+  EXPECT_GT(std::sqrt(err / norm), 1e-5);
+}
+
 TEST(VisionModel, Bf16ProductsGiveAnImageTheSameOutputBesideOthersAsAlone) {
   const auto vm = load_vision_model(write_preset(DType::kBF16, false), "");
   const std::vector<GridTHW> grids = {{1, 6, 8}, {1, 4, 4}};
