@@ -78,6 +78,7 @@ class ServerImages : public testing::Test {
     server_ = new ServerProcess("--model " + model_ +
                                 " --threads 1 --max-model-len 160 --served-model-name vl "
                                 "--limit-mm-per-prompt '{\"image\": 2}' "
+                                "--allowed-media-domains 127.0.0.1 "
                                 "--allowed-local-media-path " +
                                 root_ + "/media");
   }
@@ -225,6 +226,8 @@ TEST_F(ServerImages, BadImagesAreRefusedAndTheServerKeepsServing) {
              "unsupported format");
   expect_400(chat({image_part("data:image/png;base64,%%%"), text}), "image 1: data URL");
   expect_400(chat({image_part(data_url("bomb.png")), text}), "exceeds the limit");
+  expect_400(chat({image_part("http://localhost:1/a.png"), text}),
+             "which --allowed-media-domains does not list");
   expect_400(chat({image_part("ftp://example.com/a.png"), text}), "is not a data:");
   expect_400(chat({image_part("file:///etc/passwd"), text}), "outside the directory");
   expect_400(chat({image_part("file://" + root_ + "/media/broken.png"), text}), "image 1:");
