@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -48,6 +49,7 @@ struct ServeOptions {
   std::string allowed_local_media_path;
   std::string limit_mm_per_prompt;
   double image_fetch_timeout_s = 10;
+  std::vector<std::string> allowed_media_domains;
 };
 
 // The image flags, checked before the model loads.
@@ -64,6 +66,10 @@ server::ChatImageOptions chat_image_options(const ServeOptions& o) {
     }
   }
   images.source.timeout_s = o.image_fetch_timeout_s;
+  for (std::string domain : o.allowed_media_domains) {
+    for (char& c : domain) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    images.source.allowed_domains.push_back(std::move(domain));
+  }
   return images;
 }
 
@@ -284,6 +290,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--limit-mm-per-prompt", o->limit_mm_per_prompt,
                   "Most images one chat request may carry, as vLLM's JSON: '{\"image\": N}' "
                   "(default 999)");
+  cmd->add_option("--allowed-media-domains", o->allowed_media_domains,
+                  "Hosts that http(s) image URLs, and each of their redirects, may name (repeat "
+                  "or comma-separate); default: any")
+      ->delimiter(',');
   cmd->add_option("--image-fetch-timeout", o->image_fetch_timeout_s,
                   "Seconds an http(s) image URL may take to download (5 to connect)")
       ->capture_default_str()

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -175,15 +177,15 @@ std::string curl_failure(CURLcode code, const char* detail, const Download& d,
   return detail[0] ? std::string(detail) : std::string(curl_easy_strerror(code));
 }
 
-void set_transfer_options(CURL* curl, const std::string& url, const ImageSourceOptions& o,
-                          Download& d, char* error_buffer) {
+void set_transfer_options(CURL* curl, const std::string& url, long timeout_ms,
+                          const ImageSourceOptions& o, Download& d, char* error_buffer) {
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, static_cast<long>(o.max_redirects));
+  // Redirects are followed here, one hop at a time, so that each target's host is checked
+  // before anything is sent to it.
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(o.connect_timeout_s * 1000));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(o.timeout_s * 1000));
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(o.max_bytes));
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // many threads: no SIGALRM for DNS timeouts
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "pagedllm");
@@ -195,27 +197,77 @@ void set_transfer_options(CURL* curl, const std::string& url, const ImageSourceO
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &d);
 }
 
+// The URL's host as curl reads it, lower case.
+std::string url_host(const std::string& url) {
+  std::unique_ptr<CURLU, void (*)(CURLU*)> parsed(curl_url(), curl_url_cleanup);
+  char* host = nullptr;
+  if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK ||
+      curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK)
+    throw ImageSourceError("image URL " + quoted(url) + " does not parse");
+  std::string out(host);
+  curl_free(host);
+  for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+void check_host_allowed(const std::string& url, const ImageSourceOptions& o) {
+  if (o.allowed_domains.empty()) return;
+  const std::string host = url_host(url);
+  if (std::find(o.allowed_domains.begin(), o.allowed_domains.end(), host) ==
+      o.allowed_domains.end())
+    throw ImageSourceError("image URL " + quoted(url) + " is on host '" + host +
+                           "', which --allowed-media-domains does not list");
+}
+
+// Where a redirect answer points, or "" for any other answer.
+std::string redirect_target(CURL* curl, long status) {
+  char* location = nullptr;
+  if (status < 300 || status > 399) return {};
+  if (curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location) != CURLE_OK || !location) return {};
+  return location;
+}
+
 std::vector<uint8_t> fetch_http(std::string_view url, const ImageSourceOptions& options) {
   init_curl_once();
   std::unique_ptr<CURL, void (*)(CURL*)> curl(curl_easy_init(), curl_easy_cleanup);
   if (!curl) throw ImageSourceError("cannot fetch image URL: libcurl failed to start");
-  Download d;
-  d.max_bytes = options.max_bytes;
-  char error_buffer[CURL_ERROR_SIZE] = {};
-  set_transfer_options(curl.get(), std::string(url), options, d, error_buffer);
-  const CURLcode code = curl_easy_perform(curl.get());
-  if (d.interrupted) std::rethrow_exception(d.interrupted);
-  if (code != CURLE_OK) {
-    throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": " +
-                           curl_failure(code, error_buffer, d, options));
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000));
+  std::string current(url);
+  for (int redirects = 0;; ++redirects) {
+    check_host_allowed(current, options);
+    Download d;
+    d.max_bytes = options.max_bytes;
+    char error_buffer[CURL_ERROR_SIZE] = {};
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    set_transfer_options(curl.get(), current, std::max<long>(1, static_cast<long>(left.count())),
+                         options, d, error_buffer);
+    const CURLcode code = curl_easy_perform(curl.get());
+    if (d.interrupted) std::rethrow_exception(d.interrupted);
+    if (code != CURLE_OK) {
+      throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": " +
+                             curl_failure(code, error_buffer, d, options));
+    }
+    long status = 0;
+    curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
+    if (std::string next = redirect_target(curl.get(), status); !next.empty()) {
+      if (redirects == options.max_redirects)
+        throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": " +
+                               curl_failure(CURLE_TOO_MANY_REDIRECTS, "", d, options));
+      if (!has_scheme(next, "http://") && !has_scheme(next, "https://"))
+        throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": " +
+                               curl_failure(CURLE_UNSUPPORTED_PROTOCOL, "", d, options));
+      current = std::move(next);
+      continue;
+    }
+    if (status < 200 || status > 299) {
+      throw ImageSourceError("cannot fetch image URL " + quoted(url) +
+                             ": the server answered HTTP " + std::to_string(status));
+    }
+    return std::move(d.bytes);
   }
-  long status = 0;
-  curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
-  if (status < 200 || status > 299) {
-    throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": the server answered HTTP " +
-                           std::to_string(status));
-  }
-  return std::move(d.bytes);
 }
 
 }  // namespace

@@ -16,6 +16,9 @@ struct ImageSourceOptions {
   double timeout_s = 10;                // for the whole transfer, redirects included
   size_t max_bytes = size_t{20} << 20;  // an image's bytes, whatever their source
   int max_redirects = 5;
+  // Hosts http(s) URLs (and every redirect) may name, lower case (vLLM's
+  // --allowed-media-domains); empty: any.
+  std::vector<std::string> allowed_domains;
   // file:// URLs are refused unless this names a directory; only files under it are read.
   std::string allowed_local_media_path;
 };

@@ -52,6 +52,9 @@ class LoopbackImageServer : public testing::Test {
       const int left = std::stoi(req.matches[1]);
       res.set_redirect(left == 0 ? "/image.png" : "/hops/" + std::to_string(left - 1));
     });
+    server_.Get("/to-localhost", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_redirect("http://localhost:" + std::to_string(port_) + "/image.png");
+    });
     server_.Get("/to-file", [](const httplib::Request&, httplib::Response& res) {
       res.set_redirect("file:///etc/passwd");
     });
@@ -118,6 +121,18 @@ TEST_F(LoopbackImageServer, FollowsRedirectsUpToTheLimit) {
 
 TEST_F(LoopbackImageServer, ARedirectToAnotherProtocolIsRefused) {
   expect_refused(url("/to-file"), options_, "not http or https");
+}
+
+// vLLM's --allowed-media-domains: the first URL's host and every redirect's are checked.
+TEST_F(LoopbackImageServer, OnlyAllowedHostsAreFetchedRedirectsIncluded) {
+  options_.allowed_domains = {"127.0.0.1"};
+  EXPECT_EQ(as_string(read_image_url(url("/hops/1"), options_)), image_);
+  expect_refused(url("/to-localhost"), options_,
+                 "is on host 'localhost', which --allowed-media-domains does not list");
+  options_.allowed_domains = {"localhost"};
+  expect_refused(url("/image.png"), options_, "is on host '127.0.0.1'");
+  options_.allowed_domains = {"localhost", "127.0.0.1"};
+  EXPECT_EQ(as_string(read_image_url(url("/to-localhost"), options_)), image_);
 }
 
 TEST_F(LoopbackImageServer, ASlowServerTimesOut) {

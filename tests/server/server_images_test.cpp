@@ -78,6 +78,7 @@ class ServerImages : public testing::Test {
     server_ = new ServerProcess("--model " + model_ +
                                 " --threads 1 --max-model-len 160 --served-model-name vl "
                                 "--limit-mm-per-prompt '{\"image\": 2}' "
+                                "--allowed-media-domains 127.0.0.1 "
                                 "--allowed-local-media-path " +
                                 root_ + "/media");
   }
@@ -165,6 +166,32 @@ TEST_F(ServerImages, GenerateWithAnImageMatchesTheServer) {
   EXPECT_EQ(out["text"], served.json["choices"][0]["message"]["content"]);
 }
 
+// The official openai npm client (tests/node) sends a PNG it encoded itself, plain and streamed.
+TEST_F(ServerImages, TheOpenAINodeClientSendsAnImage) {
+  const std::string png = images_["wide.png"]["path"];
+  const std::string cmd = "node " PAGEDLLM_SOURCE_DIR
+                          "/tests/node/openai_image.mjs http://127.0.0.1:" +
+                          std::to_string(server_->port()) + "/v1 vl " + png;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << out;
+  const ojson r = ojson::parse(out);
+  ojson request =
+      chat({{{"type", "text"}, {"text", "Describe"}}, image_part(data_url("wide.png"))});
+  request["ignore_eos"] = true;
+  const HttpReply direct = post(*server_, "/v1/chat/completions", request);
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  EXPECT_EQ(r["text"], direct.json["choices"][0]["message"]["content"]);
+  EXPECT_EQ(r["streamed"], r["text"]);
+  EXPECT_EQ(r["usage"]["prompt_tokens"], text_tokens(request) - 1 + tokens_of("wide.png"));
+  EXPECT_EQ(r["streamed_usage"], r["usage"]);
+  EXPECT_EQ(r["error_status"], 400);
+}
+
 TEST_F(ServerImages, HttpAndFileUrlsAreRead) {
   httplib::Server images;
   const std::string png = images_["wide.png"]["path"];
@@ -199,6 +226,8 @@ TEST_F(ServerImages, BadImagesAreRefusedAndTheServerKeepsServing) {
              "unsupported format");
   expect_400(chat({image_part("data:image/png;base64,%%%"), text}), "image 1: data URL");
   expect_400(chat({image_part(data_url("bomb.png")), text}), "exceeds the limit");
+  expect_400(chat({image_part("http://localhost:1/a.png"), text}),
+             "which --allowed-media-domains does not list");
   expect_400(chat({image_part("ftp://example.com/a.png"), text}), "is not a data:");
   expect_400(chat({image_part("file:///etc/passwd"), text}), "outside the directory");
   expect_400(chat({image_part("file://" + root_ + "/media/broken.png"), text}), "image 1:");
@@ -233,6 +262,27 @@ TEST_F(ServerImages, GenerateRefusesBadImageInputsInOneLine) {
     EXPECT_NE(r.err.find(fragment), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("pagedllm: error: "), std::string::npos) << r.err;
   }
+}
+
+// --mmproj gives a GGUF language model its vision tower: the GGUF pair of the same preset gives
+// the HF directory's tokens; without the projector the GGUF takes no images.
+TEST_F(ServerImages, GenerateTakesTheProjectorOfAGgufWithMmproj) {
+  const std::string lm = root_ + "/tiny-qwen2-vl.gguf", mmproj = root_ + "/mmproj.gguf";
+  const CliResult made =
+      run_cli("make-model --preset tiny-qwen2-vl --dtype f32 --out " + lm + " --mmproj " + mmproj);
+  ASSERT_EQ(made.code, 0) << made.err;
+  const std::string flags = " --image " + images_["tall.png"]["path"].get<std::string>() +
+                            " --prompt hi --max-tokens 6 --temperature 0 --ignore-eos --json "
+                            "--max-model-len 160 --threads 1";
+  const CliResult hf = run_cli("generate --model " + model_ + flags);
+  const CliResult gguf = run_cli("generate --model " + lm + " --mmproj " + mmproj + flags);
+  ASSERT_EQ(hf.code, 0) << hf.err;
+  ASSERT_EQ(gguf.code, 0) << gguf.err;
+  EXPECT_EQ(ojson::parse(gguf.out)["token_ids"], ojson::parse(hf.out)["token_ids"]);
+  EXPECT_EQ(ojson::parse(gguf.out)["prompt_token_ids"], ojson::parse(hf.out)["prompt_token_ids"]);
+  const CliResult without = run_cli("generate --model " + lm + flags);
+  EXPECT_EQ(without.code, 1);
+  EXPECT_NE(without.err.find("needs --mmproj"), std::string::npos) << without.err;
 }
 
 // The engine refuses an image over the encoder budget when the request is added: a 400 from
