@@ -157,8 +157,10 @@ struct MmprojWriter {
   void add(const std::string& name, std::vector<int64_t> shape, std::vector<float> values) {
     auto data = std::make_shared<std::vector<float>>(std::move(values));
     DType stored = shape.size() > 1 ? dtype : DType::kF32;
-    // As llama.cpp's converter: a matrix whose rows hold no whole Q8_0 block (the patch
-    // embedding, 14 columns) stays f16.
+    // As llama.cpp's converter: the patch embedding (a convolution for ggml) is f16 in an f16
+    // file and f32 otherwise; a matrix whose rows hold no whole Q8_0 block falls back to f16.
+    if (name.starts_with("v.patch_embd."))
+      stored = dtype == DType::kF16 ? DType::kF16 : DType::kF32;
     if (stored == DType::kQ8_0 && shape.back() % 32 != 0) stored = DType::kF16;
     tensors.push_back(
         {name, std::move(shape), stored, [data](std::vector<float>& out) { out = *data; }});

@@ -24,8 +24,9 @@ VisionEncoderConfig vision_config_from_mmproj(const GGUFFile& file);
 VisionWeightSource mmproj_vision_weights(const GGUFFile& file);
 
 // Writes an mmproj file from HF-named weights: matrices as `dtype` (f32, f16, bf16 or q8_0;
-// with q8_0, f16 where a row holds no whole block), norms and biases as f32, as llama.cpp's
-// converter does, with the preprocessor's mean and std.
+// with q8_0, f16 where a row holds no whole block; the patch embedding f16 in an f16 file, else
+// f32), norms and biases as f32, as llama.cpp's converter does, with the preprocessor's mean
+// and std.
 void write_mmproj_gguf(const std::string& path, const VisionEncoderConfig& config,
                        const VisionWeightSource& weights, DType dtype,
                        const Qwen2VLImageProcessorConfig& preprocessor = {});
