@@ -2,7 +2,8 @@
 # Encodes one image with pagedllm and with llama.cpp's llama-mtmd-cli on the same GGUF language
 # model + mmproj pair, interleaved round by round so that a noisy minute hits both, and prints
 # the medians: the vision encoder's time per image and the time to first token (encoder plus
-# the prefill of the image and text tokens), with the ratios. Never downloads anything.
+# the prefill of the image and text tokens; llama.cpp's "prompt eval time", which covers both),
+# with the ratios. Never downloads anything.
 #
 # usage: scripts/bench-vision-vs-llamacpp.sh LLAMA_BUILD_DIR MODEL.gguf MMPROJ.gguf [ROUNDS] [SIZE]
 #   LLAMA_BUILD_DIR  a CPU build of llama.cpp holding bin/llama-mtmd-cli
@@ -25,7 +26,7 @@ for round in $(seq "$rounds"); do
     --num-prompts 1 --input-len 32 --output-len 1 --threads "$threads" --json \
     2>/dev/null | tail -1 >> "$work/pagedllm.jsonl"
   "$llama/bin/llama-mtmd-cli" -m "$model" --mmproj "$mmproj" --image "$work/image.png" \
-    -p "Describe the picture in a few words." -n 1 -t "$threads" --temp 0 \
+    -p "Describe the picture in a few words." -n 1 -t "$threads" --temp 0 -v \
     > "$work/llama-$round.log" 2>&1
   echo "round $round done" >&2
 done
@@ -43,8 +44,8 @@ for path in sorted(glob.glob(f"{work}/llama-*.log")):
     prompt = re.search(r"prompt eval time =\s+([\d.]+) ms", text)
     if enc:
         l_enc.append(float(enc.group(1)))
-    if enc and prompt:
-        l_ttft.append(float(enc.group(1)) + float(prompt.group(1)))
+    if prompt:  # llama.cpp's prompt eval time covers the encoder and the prefill
+        l_ttft.append(float(prompt.group(1)))
 if not l_enc:
     sys.exit("llama-mtmd-cli printed no encoder time:\n" + text[-2000:])
 l_enc, l_ttft = statistics.median(l_enc), statistics.median(l_ttft) if l_ttft else float("nan")

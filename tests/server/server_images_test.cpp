@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "cli/cli_runner.h"
@@ -120,6 +121,44 @@ TEST_F(ServerImages, ADataUrlPngIsAnsweredAndUsageCountsItsTokens) {
   EXPECT_EQ(r.json["usage"]["prompt_tokens"], text_tokens(request) - 1 + tokens_of("wide.png"));
   EXPECT_EQ(r.json["usage"]["completion_tokens"], 6);
   EXPECT_GT(tokens_of("wide.png"), 1);
+}
+
+// The whole path through the server (chat template, data URL, decoding, preprocessing, encoder,
+// placeholders, M-RoPE, language model) against tests/reference/qwen2vl_generate_reference.py,
+// which transcribes HF's code in numpy + PIL and never calls pagedllm.
+TEST_F(ServerImages, GreedyTextAndLogprobsEqualANumpyTranscriptionOfHf) {
+  ojson request =
+      chat({image_part(data_url("tall.png")), {{"type", "text"}, {"text", "Describe it."}}});
+  request["logprobs"] = true;
+  const HttpReply tokenized = post(*server_, "/tokenize", ojson{{"messages", request["messages"]}});
+  ASSERT_EQ(tokenized.status, 200) << tokenized.body;
+  const std::string input = temp_path("server-reference.json");
+  std::ofstream(input) << ojson{
+      {"model", model_},
+      {"images", {images_["tall.png"]["path"]}},
+      {"input_ids", tokenized.json["tokens"]},
+      {"max_tokens", 6}}.dump();
+  const std::string cmd = "/usr/bin/python3 " PAGEDLLM_SOURCE_DIR
+                          "/tests/reference/qwen2vl_generate_reference.py < " +
+                          input;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  std::string text;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
+  ASSERT_EQ(pclose(pipe), 0) << cmd;
+  const ojson reference = ojson::parse(text);
+
+  const HttpReply r = post(*server_, "/v1/chat/completions", request);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json["usage"]["prompt_tokens"], reference["prompt_ids"].size());
+  const HttpReply words = post(*server_, "/detokenize", ojson{{"tokens", reference["tokens"]}});
+  ASSERT_EQ(words.status, 200) << words.body;
+  EXPECT_EQ(r.json["choices"][0]["message"]["content"], words.json["prompt"]);
+  const ojson& content = r.json["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 6u) << r.body;
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_NEAR(content[i]["logprob"].get<double>(), reference["logprobs"][i].get<double>(), 2e-3)
+        << i;
 }
 
 TEST_F(ServerImages, TheSameRequestGivesTheSameGreedyTextBesideATextOnlyOne) {
