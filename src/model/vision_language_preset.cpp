@@ -413,7 +413,8 @@ void write_vision_language_gguf(const VisionLanguagePreset& preset, ExportSpec s
         round_to(dtype, values);
         return values;
       },
-      dtype == DType::kF16 || dtype == DType::kBF16 || dtype == DType::kQ8_0 ? dtype : DType::kF32, preset.preprocessor);
+      dtype == DType::kF16 || dtype == DType::kBF16 || dtype == DType::kQ8_0 ? dtype : DType::kF32,
+      preset.preprocessor);
 }
 
 }  // namespace pagedllm

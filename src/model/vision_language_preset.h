@@ -59,8 +59,8 @@ void write_vision_language_hf_directory(const VisionLanguagePreset& preset, Expo
                                         const Progress& progress = {});
 // The language model as a qwen2vl GGUF at `path` (tokenizer and chat template embedded) and the
 // vision tower as an mmproj GGUF at `mmproj_path` (matrices as spec.dtype when it is F16, BF16
-// or Q8_0, else f32). Every value is rounded as the HF directory of spec.dtype stores it (bf16 biases, say),
-// so that the two hold the same weights.
+// or Q8_0, else f32). Every value is rounded as the HF directory of spec.dtype stores it (bf16
+// biases, say), so that the two hold the same weights.
 void write_vision_language_gguf(const VisionLanguagePreset& preset, ExportSpec spec, uint64_t seed,
                                 const std::string& path, const std::string& mmproj_path,
                                 const Progress& progress = {});
