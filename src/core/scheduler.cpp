@@ -262,8 +262,10 @@ void Scheduler::schedule_waiting(SchedulerOutput& out, int& budget) {
     ComputedBlocks hit = kv_.get_computed_blocks(*r);
     const int remaining = r->num_tokens() - hit.num_tokens;
     if (!sc.enable_chunked_prefill && remaining > budget) break;  // head-of-line blocking
-    const int n = plan_encoder_inputs(*r, hit.num_tokens, clamp_chunk(*r, remaining, budget));
-    if (n <= 0 || (!sc.enable_chunked_prefill && n < remaining)) break;
+    const int chunk = clamp_chunk(*r, remaining, budget);
+    const int n = plan_encoder_inputs(*r, hit.num_tokens, chunk);
+    // An image that cannot be encoded now holds the queue, as a prompt that does not fit does.
+    if (n <= 0 || (!sc.enable_chunked_prefill && n < chunk)) break;
     if (partial_prefill_limit_reached(*r, hit.num_tokens, n)) break;
     scratch_block_ids_.clear();
     if (!kv_.allocate_slots(*r, n, &hit, scratch_block_ids_)) break;

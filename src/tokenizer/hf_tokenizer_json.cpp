@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "format/mapped_file.h"
@@ -146,6 +147,20 @@ std::string read_file(const std::filesystem::path& path) {
   return std::string(reinterpret_cast<const char*>(file.data()), file.size());
 }
 
+// The chat template a processor ships apart from tokenizer_config.json, which wins over it as
+// in transformers and vLLM: chat_template.jinja (newer transformers), else chat_template.json
+// ({"chat_template": "..."}, the Qwen2-VL repos' processor file).
+std::optional<std::string> template_file(const std::filesystem::path& dir) {
+  if (std::filesystem::is_regular_file(dir / "chat_template.jinja"))
+    return read_file(dir / "chat_template.jinja");
+  const std::filesystem::path path = dir / "chat_template.json";
+  if (!std::filesystem::is_regular_file(path)) return std::nullopt;
+  const json doc = json::parse(read_file(path), nullptr, false);
+  if (!doc.is_object() || !doc.contains("chat_template") || !doc["chat_template"].is_string())
+    throw ModelLoadError(path.string() + " has no string chat_template");
+  return doc["chat_template"].get<std::string>();
+}
+
 }  // namespace
 
 std::unique_ptr<BpeTokenizer> tokenizer_from_json(std::string_view tokenizer_json,
@@ -175,7 +190,13 @@ std::unique_ptr<BpeTokenizer> load_hf_tokenizer(const std::string& path) {
   if (fs::is_directory(file)) file /= "tokenizer.json";
   if (!fs::is_regular_file(file)) throw ModelLoadError(path + ": no tokenizer.json there");
   const fs::path config = file.parent_path() / "tokenizer_config.json";
-  const std::string config_text = fs::is_regular_file(config) ? read_file(config) : std::string();
+  std::string config_text = fs::is_regular_file(config) ? read_file(config) : std::string();
+  if (const std::optional<std::string> t = template_file(file.parent_path())) {
+    json doc = config_text.empty() ? json::object() : json::parse(config_text, nullptr, false);
+    if (!doc.is_object()) throw ModelLoadError(config.string() + " is not a JSON object");
+    doc["chat_template"] = *t;
+    config_text = doc.dump();
+  }
   return tokenizer_from_json(read_file(file), config_text, file.string());
 }
 

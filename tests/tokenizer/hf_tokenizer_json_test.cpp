@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -72,6 +73,26 @@ TEST(HfTokenizerJson, ConfigSetsBosEosAddBosAndChatTemplate) {
   EXPECT_EQ(tok->eos_id(), 0);
   EXPECT_EQ(tok->encode("hi", true), (Ids{9}));  // add_bos_token=false overrides the template
   EXPECT_EQ(tok->chat_template(), "{{ bos_token }}");
+}
+
+// As transformers and vLLM: chat_template.jinja, else chat_template.json (a processor's file, as
+// the Qwen2-VL repos ship it), else tokenizer_config.json's field.
+TEST(HfTokenizerJson, AProcessorsChatTemplateFileWinsOverTokenizerConfig) {
+  const std::string dir = std::string(testing::TempDir()) + "/chat-template-files";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/tokenizer.json") << seed("tokenizer_metaspace.json");
+  std::ofstream(dir + "/tokenizer_config.json") << R"({"chat_template": "config"})";
+  EXPECT_EQ(load_hf_tokenizer(dir)->chat_template(), "config");
+  std::ofstream(dir + "/chat_template.json") << R"({"chat_template": "processor json"})";
+  EXPECT_EQ(load_hf_tokenizer(dir)->chat_template(), "processor json");
+  std::ofstream(dir + "/chat_template.jinja") << "jinja file";
+  EXPECT_EQ(load_hf_tokenizer(dir)->chat_template(), "jinja file");
+  std::filesystem::remove(dir + "/chat_template.jinja");
+  std::filesystem::remove(dir + "/tokenizer_config.json");
+  EXPECT_EQ(load_hf_tokenizer(dir)->chat_template(), "processor json");
+  std::ofstream(dir + "/chat_template.json") << R"({"chat_template": 3})";
+  EXPECT_THROW(load_hf_tokenizer(dir), ModelLoadError);
 }
 
 TEST(HfTokenizerJson, MalformedFilesGiveOneClearError) {
