@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/scheduler.h"
+#include "sanitizer_build.h"
 
 namespace pagedllm {
 namespace {
@@ -232,7 +233,12 @@ TEST(SchedulerEncoder, PrefixCachingSharesBlocksForTheSameImageAndNotForAnother)
 
 TEST(SchedulerEncoder, RandomSchedulesWithSharedImagesAndPreemptionKeepTheCachesConsistent) {
   int64_t preemptions = 0, images = 0;
-  for (int seed = 0; seed < 60; ++seed) {
+#ifdef PAGEDLLM_TEST_ASAN
+  const int seeds = 15;  // the sanitizer run checks memory; the plain run checks 60 schedules
+#else
+  const int seeds = 60;
+#endif
+  for (int seed = 0; seed < seeds; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     std::mt19937 rng(static_cast<unsigned>(seed));
     auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
