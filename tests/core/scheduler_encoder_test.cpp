@@ -256,9 +256,13 @@ TEST(SchedulerEncoder, RandomSchedulesWithSharedImagesAndPreemptionKeepTheCaches
               {"img" + std::to_string(pick(0, 5)) + "-" + std::to_string(length), pos, length});
           pos += length + pick(0, 6);
         }
-        const int prompt = std::max(pos, 1) + pick(0, 8);
+        // One draw per statement: the order of draws must not depend on the compiler's order
+        // of evaluating arguments. Images end by token 48, so the cap keeps them all.
+        const int max_tokens = pick(1, 6);
+        const int32_t token = pick(1, 3);
+        const int prompt = std::min(std::max(pos, 1) + pick(0, 8), 64 - max_tokens);
         d.scheduler.add_request(
-            image_request("r" + std::to_string(added++), prompt, images, pick(1, 6), pick(1, 3)));
+            image_request("r" + std::to_string(added++), prompt, images, max_tokens, token));
       }
       d.step();
       if (HasFatalFailure() || d.steps > 5000) break;
