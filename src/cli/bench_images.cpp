@@ -43,9 +43,11 @@ BenchImages make_bench_images(Engine& engine, const BenchImageOptions& o,
   std::vector<uint8_t> rgb(static_cast<size_t>(width) * height * 3);
   const auto start = std::chrono::steady_clock::now();
   for (auto& prompt : prompts) {
-    // Random text must not contain the placeholder tokens themselves.
+    // Random text must not contain the image marker tokens themselves; any other id will do.
+    constexpr int32_t kPlainToken = 3;
     for (int32_t& t : prompt)
-      if (std::find(placeholder.begin(), placeholder.end(), t) != placeholder.end()) t = 3;
+      if (std::find(placeholder.begin(), placeholder.end(), t) != placeholder.end())
+        t = kPlainToken;
     auto& images = out.per_prompt.emplace_back();
     for (int i = 0; i < per_prompt; ++i) {
       for (uint8_t& v : rgb) v = static_cast<uint8_t>(byte(rng));

@@ -94,22 +94,11 @@ RequestOutput run_one(Engine& engine, std::vector<int32_t> ids, std::vector<Imag
 
 json reference(const std::string& model, const std::vector<std::string>& images,
                const std::vector<int32_t>& ids, int max_tokens) {
-  const std::string input = test::temp_path("generate-reference.json");
-  std::ofstream(input) << json{
+  return test::generate_reference(json{
       {"model", model},
       {"images", images},
       {"input_ids", ids},
-      {"max_tokens",
-       max_tokens}}.dump();
-  const std::string cmd = "/usr/bin/python3 " PAGEDLLM_SOURCE_DIR
-                          "/tests/reference/qwen2vl_generate_reference.py < " +
-                          input;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  EXPECT_EQ(pclose(pipe), 0) << cmd;
-  return json::parse(out);
+      {"max_tokens", max_tokens}}.dump());
 }
 
 class ImagesEndToEnd : public testing::TestWithParam<const char*> {};

@@ -42,11 +42,12 @@ inline std::vector<uint8_t> read_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Pipes `input` to `qwen2vl_reference.py ARGS` and parses its JSON output.
-inline nlohmann::json reference_json(const std::string& args, const std::string& input) {
-  const std::string file = temp_path("reference-input.json");
+// Pipes `input` to the shell command `cmd` and parses its JSON output.
+inline nlohmann::json pipe_json(const std::string& cmd_prefix, const std::string& input,
+                                const std::string& name = "reference-input.json") {
+  const std::string file = temp_path(name);
   std::ofstream(file) << input;
-  const std::string cmd = kQwen2VLReference + " " + args + " < " + file;
+  const std::string cmd = cmd_prefix + " < " + file;
   FILE* pipe = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -54,6 +55,20 @@ inline nlohmann::json reference_json(const std::string& args, const std::string&
   while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
   EXPECT_EQ(pclose(pipe), 0) << "reference failed: " << cmd;
   return nlohmann::json::parse(out);
+}
+
+// Pipes `input` to `qwen2vl_reference.py ARGS` and parses its JSON output.
+inline nlohmann::json reference_json(const std::string& args, const std::string& input) {
+  return pipe_json(kQwen2VLReference + " " + args, input);
+}
+
+// Greedy generation with images by tests/reference/qwen2vl_generate_reference.py (numpy + PIL
+// transcriptions of HF's code): {"model", "images", "input_ids", "max_tokens"} in,
+// {"prompt_ids", "tokens", "logprobs"} out.
+inline nlohmann::json generate_reference(const std::string& request) {
+  return pipe_json("/usr/bin/python3 " PAGEDLLM_SOURCE_DIR
+                   "/tests/reference/qwen2vl_generate_reference.py",
+                   request, "generate-reference.json");
 }
 
 }  // namespace pagedllm::test

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "cli/cli_runner.h"
+#include "multimodal/reference.h"
 #include "server/server_process.h"
 
 namespace pagedllm::test {
@@ -132,21 +133,13 @@ TEST_F(ServerImages, GreedyTextAndLogprobsEqualANumpyTranscriptionOfHf) {
   request["logprobs"] = true;
   const HttpReply tokenized = post(*server_, "/tokenize", ojson{{"messages", request["messages"]}});
   ASSERT_EQ(tokenized.status, 200) << tokenized.body;
-  const std::string input = temp_path("server-reference.json");
-  std::ofstream(input) << ojson{
-      {"model", model_},
-      {"images", {images_["tall.png"]["path"]}},
-      {"input_ids", tokenized.json["tokens"]},
-      {"max_tokens", 6}}.dump();
-  const std::string cmd = "/usr/bin/python3 " PAGEDLLM_SOURCE_DIR
-                          "/tests/reference/qwen2vl_generate_reference.py < " +
-                          input;
-  FILE* pipe = popen(cmd.c_str(), "r");
-  std::string text;
-  char buf[4096];
-  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
-  ASSERT_EQ(pclose(pipe), 0) << cmd;
-  const ojson reference = ojson::parse(text);
+  const ojson reference =
+      ojson::parse(generate_reference(ojson{{"model", model_},
+                                            {"images", {images_["tall.png"]["path"]}},
+                                            {"input_ids", tokenized.json["tokens"]},
+                                            {"max_tokens", 6}}
+                                          .dump())
+                       .dump());
 
   const HttpReply r = post(*server_, "/v1/chat/completions", request);
   ASSERT_EQ(r.status, 200) << r.body;
