@@ -371,6 +371,81 @@ TEST(Gemm, BlockQuantizedProductStaysCloseToTheFloatProduct) {
   }
 }
 
+// Weights at the ends of their code range against activations whose codes are all +-127 with
+// the same signs: the largest integer pair sums any path meets. The AVX2 path adds code pairs
+// in 16 bits (vpmaddubsw saturates past 32767), so these are where it would first go wrong.
+TEST(Gemm, ExtremeCodesAgainstFullScaleActivationsStayExactOnEveryPath) {
+  std::mt19937 rng(11);
+  const int N = 20, K = 256, M = 4;
+  std::vector<float> sign(K);
+  for (float& s : sign) s = rng() % 2 ? 1.0f : -1.0f;
+  // Rows 0 and 1: codes +127 / -127 in the weights' sign pattern and against it; rows 2, 3:
+  // all +127, all -127.
+  std::vector<float> x(static_cast<size_t>(M) * K);
+  for (int k = 0; k < K; ++k) {
+    x[static_cast<size_t>(k)] = sign[k];
+    x[static_cast<size_t>(K + k)] = -sign[k];
+    x[static_cast<size_t>(2 * K + k)] = 1.0f;
+    x[static_cast<size_t>(3 * K + k)] = -1.0f;
+  }
+  const uint16_t one = f32_to_f16(1.0f);
+  // Q8_0 as raw blocks: -128 (which llama.cpp never writes but a file may hold) or 127, by sign
+  // for even outputs and against it for odd ones.
+  std::vector<uint8_t> q8(row_bytes(DType::kQ8_0, K) * N);
+  // Q4_0 as raw blocks: nibbles 0 and 15 (codes -8 and 7) the same way.
+  std::vector<uint8_t> q4(row_bytes(DType::kQ4_0, K) * N);
+  for (int n = 0; n < N; ++n) {
+    for (int b = 0; b < K / 32; ++b) {
+      uint8_t* block8 = q8.data() + row_bytes(DType::kQ8_0, K) * n + 34 * b;
+      uint8_t* block4 = q4.data() + row_bytes(DType::kQ4_0, K) * n + 18 * b;
+      std::memcpy(block8, &one, 2);
+      std::memcpy(block4, &one, 2);
+      std::memset(block4 + 2, 0, 16);
+      for (int i = 0; i < 32; ++i) {
+        const bool high = (sign[static_cast<size_t>(32 * b + i)] > 0) == (n % 2 == 0);
+        block8[2 + i] = static_cast<uint8_t>(high ? 127 : -128);
+        if (high) block4[2 + i % 16] |= static_cast<uint8_t>(i < 16 ? 0x0F : 0xF0);
+      }
+    }
+  }
+  // The k-quants from rows of one magnitude, which quantize to their extreme codes.
+  std::vector<float> plain(static_cast<size_t>(N) * K);
+  for (int n = 0; n < N; ++n) {
+    for (int k = 0; k < K; ++k) plain[static_cast<size_t>(n * K + k)] = (n % 2 ? -1 : 1) * sign[k];
+  }
+  std::vector<std::vector<uint8_t>> kquants;
+  std::vector<WeightMatrix> matrices = {WeightMatrix{DType::kQ8_0, N, K, q8.data()},
+                                        WeightMatrix{DType::kQ4_0, N, K, q4.data()}};
+  for (DType dtype : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    auto& bytes = kquants.emplace_back(row_bytes(dtype, K) * N);
+    for (int n = 0; n < N; ++n) {
+      quantize_row(dtype, plain.data() + static_cast<size_t>(n) * K,
+                   bytes.data() + row_bytes(dtype, K) * n, K);
+    }
+    matrices.push_back(WeightMatrix{dtype, N, K, bytes.data()});
+  }
+  for (const WeightMatrix& matrix : matrices) {
+    const PackedMatrix packed(matrix);
+    std::vector<float> ref(static_cast<size_t>(M) * N), w(K);
+    gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), nullptr);
+    for (int j = 0; j < N; ++j) {
+      dequantize_row(matrix.dtype, matrix.row(j), w.data(), K);
+      for (int m = 0; m < M; ++m) {
+        double s = 0.0;
+        for (int k = 0; k < K; ++k) s += double{x[static_cast<size_t>(m * K + k)]} * w[k];
+        ASSERT_NEAR(ref[static_cast<size_t>(m * N + j)], s, 1e-3 * (1 + std::fabs(s)))
+            << to_string(matrix.dtype);
+      }
+    }
+    for (Isa isa : supported_paths()) {
+      std::vector<float> y(ref.size(), -7.0f);
+      gemm_packed(isa, x.data(), M, packed, y.data(), nullptr);
+      ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
+          << to_string(isa) << " " << to_string(matrix.dtype);
+    }
+  }
+}
+
 TEST(CpuFeatures, ForcingAPathTheCpuLacksFallsBackToOneItHas) {
   const Isa before = active_isa();
   EXPECT_EQ(set_isa(Isa::kGeneric), Isa::kGeneric);

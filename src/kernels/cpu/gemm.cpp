@@ -169,6 +169,7 @@ static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
 
 TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
+  if (tile == gemm_tile_avx2 && storage == PanelStorage::kF32) return {kAvx2F32Rows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
   const int k_chunk = K > kF32GroupMaxK ? kF32GroupMaxK : 0;
   if (M > kMaxTileRows + 2) {
@@ -189,16 +190,18 @@ void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivatio
   const int B = w.quant_block();
   sub_blocks = w.cols() >> w.quant_shift();
   const size_t n = static_cast<size_t>(M) * static_cast<size_t>(sub_blocks);
+  xsum.resize(n);
   correction.resize(n);
   x_scale.resize(n);
   min_factor.resize(n);
   for (int m = 0; m < M; ++m) {
     for (int b = 0; b < sub_blocks; ++b) {
-      const int32_t xsum = xq.sum(m, b * B, B);
+      const int32_t sum = xq.sum(m, b * B, B);
       const float xs = xq.scale(m, b * B);
-      correction[at(m, b)] = w.code_offset() * xsum;
+      xsum[at(m, b)] = sum;
+      correction[at(m, b)] = w.code_offset() * sum;
       x_scale[at(m, b)] = xs;
-      min_factor[at(m, b)] = xs * static_cast<float>(xsum);
+      min_factor[at(m, b)] = xs * static_cast<float>(sum);
     }
   }
 }
@@ -224,7 +227,9 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   if (w.storage() == PanelStorage::kInt8) quantize_activations(isa, x, M, w.cols(), xq);
   if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(isa, x, M, w.cols(), xb);
   thread_local SubBlockRowFactors xf;
-  if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni) xf.compute(w, xq, M);
+  if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni || tile == gemm_int8_tile_avx2) {
+    xf.compute(w, xq, M);
+  }
   const SubBlockRowFactors* row_factors = &xf;
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
   const Bf16Activations* rounded = &xb;

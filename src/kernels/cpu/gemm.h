@@ -41,6 +41,8 @@ constexpr int kMaxTileRows = 4;
 constexpr int kMaxTilePanels = 4;
 // The AVX-512 f32 tile for batches (gemm.cpp tile_shape): 8 rows x 3 panels, 24 accumulators.
 constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
+// The AVX2 f32 tile: up to 6 rows of one panel per pass (gemm_avx2.cpp), 2 panels per tile.
+constexpr int kAvx2F32Rows = 6;
 
 // Where the process's matmul backend says so (gemm_onednn.h), a bf16 product of at least
 // kOneDnnMinRows rows goes to oneDNN instead, in oneDNN's order of additions.
@@ -51,11 +53,11 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                  const float* bias);
 
 // Per activation row and weight sub-block, the factors of the int8 term (see above) that do
-// not depend on the output: code_offset * xsum, x_scale and x_scale * float(xsum). Computed once
-// per product for the VNNI and AMX tiles, rather than in every panel group.
+// not depend on the output: xsum, code_offset * xsum, x_scale and x_scale * float(xsum). Computed
+// once per product for the AVX2, VNNI and AMX tiles, rather than in every panel group.
 struct SubBlockRowFactors {
   int sub_blocks = 0;
-  std::vector<int32_t> correction;  // [M][sub_blocks]
+  std::vector<int32_t> xsum, correction;  // [M][sub_blocks]
   std::vector<float> x_scale, min_factor;
   void compute(const PackedMatrix& w, const QuantizedActivations& xq, int M);
   size_t at(int row, int b) const {
@@ -77,7 +79,7 @@ struct TileArgs {
   const QuantizedActivations* xq;  // int8 weights only
   int m0;
   const Bf16Activations* xb;     // bf16 weights only
-  const SubBlockRowFactors* xf;  // int8 weights, the VNNI and AMX tiles
+  const SubBlockRowFactors* xf;  // int8 weights, the AVX2, VNNI and AMX tiles
   // The AVX-512 f32 tile only: k in [k_begin, k_end) (multiples of kKBlock; k_end 0 means K).
   // resume: y holds the block totals of the k before k_begin; finish: add the bias and the last
   // blocks, else leave the running totals in y for the next range. Totals round-trip exactly.

@@ -1,8 +1,10 @@
 // AVX2 + FMA GEMM tile (compiled with -mavx2 -mfma; called only when the CPU has them). Same
 // orders as gemm_tile_generic: for f32 weights one FMA chain per block; for bf16 weights, two FMAs
 // per k pair (odd k, then even k) with denormals flushed, which is what vdpbf16ps computes. A panel
-// of 16 outputs is two 8-lane vectors; up to 2 rows at a time (one row for two panels) keep both
-// chains' partial sums in the 16 ymm registers.
+// of 16 outputs is two 8-lane vectors. f32 takes up to kAvx2F32Rows rows of one panel at a time:
+// 12 independent FMA chains cover the FMA latency (4-5 cycles at 2 per cycle), and per k 2 weight
+// loads and 6 broadcasts feed 12 FMAs. bf16 has two chains per output, so up to 2 rows (one row
+// for two panels) keep both chains' partial sums in the 16 ymm registers.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,9 +25,10 @@ inline __m256 odd_of(__m256i v) {
   return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xFFFF)));
 }
 
-template <int MR, int NP, PanelStorage kS>
-void rows(const TileArgs& a, int m_offset) {
-  constexpr int V = NP * kHalves;
+// Rows [m_offset, m_offset + MR) of the tile against V 8-output vectors of the panels from p,
+// starting at vector v0 of panel p (V = 1, v0 = 1: the second half of panel p).
+template <int MR, int V, PanelStorage kS>
+void rows(const TileArgs& a, int p, int v0, int m_offset) {
   constexpr bool kPairs = kS == PanelStorage::kBF16;
   // A step is one k, or one k pair for bf16.
   constexpr int kBlock = kPairs ? kKBlock / 2 : kKBlock;
@@ -42,8 +45,9 @@ void rows(const TileArgs& a, int m_offset) {
     const auto f32_step = [&](int k, __m256(&chain)[MR][V]) __attribute__((always_inline)) {
       __m256 w[V];
       for (int v = 0; v < V; ++v) {
-        w[v] = _mm256_load_ps(a.w->f32_panel(a.p + v / kHalves) +
-                              static_cast<size_t>(k) * PackedMatrix::kPanel + (v % kHalves) * 8);
+        w[v] = _mm256_load_ps(a.w->f32_panel(p + (v0 + v) / kHalves) +
+                              static_cast<size_t>(k) * PackedMatrix::kPanel +
+                              ((v0 + v) % kHalves) * 8);
       }
       for (int m = 0; m < MR; ++m) {
         const __m256 xb = _mm256_set1_ps(a.x[static_cast<size_t>(m_offset + m) * a.ldx + k]);
@@ -54,8 +58,8 @@ void rows(const TileArgs& a, int m_offset) {
       __m256i w[V];
       for (int v = 0; v < V; ++v) {
         w[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(
-            a.w->bf16_panel(a.p + v / kHalves) + static_cast<size_t>(i) * 2 * PackedMatrix::kPanel +
-            (v % kHalves) * 16));
+            a.w->bf16_panel(p + (v0 + v) / kHalves) +
+            static_cast<size_t>(i) * 2 * PackedMatrix::kPanel + ((v0 + v) % kHalves) * 16));
       }
       for (int m = 0; m < MR; ++m) {
         const __m256i x = _mm256_set1_epi32(static_cast<int>(a.xb->row(a.m0 + m_offset + m)[i]));
@@ -92,7 +96,7 @@ void rows(const TileArgs& a, int m_offset) {
   }
   for (int m = 0; m < MR; ++m) {
     for (int c = 0; c < V * 8; ++c) {
-      const int n = a.p * PackedMatrix::kPanel + c;
+      const int n = p * PackedMatrix::kPanel + v0 * 8 + c;
       if (n >= a.n_end) break;
       a.y[static_cast<size_t>(m_offset + m) * a.ldy + n] =
           total[m][c] + (a.bias ? a.bias[n] : 0.0f);
@@ -100,16 +104,48 @@ void rows(const TileArgs& a, int m_offset) {
   }
 }
 
-template <PanelStorage kS>
-void dispatch(const TileArgs& a) {
-  for (int m = 0; m < a.mr; m += 2) {
-    const bool pair = m + 1 < a.mr;
-    if (a.np == 2) {
-      // Two rows of two panels would need 16 accumulators: more than the 16 ymm registers.
-      rows<1, 2, kS>(a, m);
-      if (pair) rows<1, 2, kS>(a, m + 1);
-    } else {
-      pair ? rows<2, 1, kS>(a, m) : rows<1, 1, kS>(a, m);
+// f32: each panel in row groups of up to kAvx2F32Rows, the rows split evenly (5 rows: 5, not
+// 6 + nothing; 7: 4 + 3).
+template <int MR>
+void f32_rows(const TileArgs& a, int p, int m, int count) {
+  if constexpr (MR > 1) {
+    if (count < MR) return f32_rows<MR - 1>(a, p, m, count);
+  }
+  rows<MR, kHalves, PanelStorage::kF32>(a, p, 0, m);
+}
+
+void dispatch_f32(const TileArgs& a) {
+  const int groups = (a.mr + kAvx2F32Rows - 1) / kAvx2F32Rows;
+  for (int q = 0; q < a.np; ++q) {
+    for (int g = 0; g < groups; ++g) {
+      const int m = g * (a.mr / groups) + std::min(g, a.mr % groups);
+      const int next = (g + 1) * (a.mr / groups) + std::min(g + 1, a.mr % groups);
+      f32_rows<kAvx2F32Rows>(a, a.p + q, m, next - m);
+    }
+  }
+}
+
+// bf16: each half panel in row groups of up to kBf16Rows: 2 chains x 4 rows of accumulators,
+// and the weights' odd and even halves, stay in registers.
+constexpr int kBf16Rows = 4;
+
+template <int MR>
+void bf16_rows(const TileArgs& a, int p, int h, int m, int count) {
+  if constexpr (MR > 1) {
+    if (count < MR) return bf16_rows<MR - 1>(a, p, h, m, count);
+  }
+  rows<MR, 1, PanelStorage::kBF16>(a, p, h, m);
+}
+
+void dispatch_bf16(const TileArgs& a) {
+  const int groups = (a.mr + kBf16Rows - 1) / kBf16Rows;
+  for (int q = 0; q < a.np; ++q) {
+    for (int h = 0; h < kHalves; ++h) {
+      for (int g = 0; g < groups; ++g) {
+        const int m = g * (a.mr / groups) + std::min(g, a.mr % groups);
+        const int next = (g + 1) * (a.mr / groups) + std::min(g + 1, a.mr % groups);
+        bf16_rows<kBf16Rows>(a, a.p + q, h, m, next - m);
+      }
     }
   }
 }
@@ -119,9 +155,9 @@ void dispatch(const TileArgs& a) {
 void gemm_tile_avx2(const TileArgs& a) {
   if (a.w->storage() == PanelStorage::kBF16) {
     const FlushDenormals flush;
-    dispatch<PanelStorage::kBF16>(a);
+    dispatch_bf16(a);
   } else {
-    dispatch<PanelStorage::kF32>(a);
+    dispatch_f32(a);
   }
 }
 

@@ -1,10 +1,20 @@
 // AVX2 tile for block-quantized weights (compiled with -mavx2; also the path on AVX-512 CPUs
-// without VNNI). Codes are widened to 16 bits so that vpmaddwd's products are exact (vpmaddubsw
-// would saturate on Q8_0's u8 codes); the float epilogue per sub-block follows gemm.h's order.
+// without VNNI). vpmaddubsw stands in for VNNI's vpdpbusd: it multiplies u8 codes by s8
+// activation codes and adds adjacent pairs into 16 bits, and vpmaddwd by ones adds those pairs
+// into each output's 32-bit lane. Its pair sums saturate past 32767, so each path keeps them in
+// range, and every integer dot product stays exact:
+//   4-bit codes (<= 15): |pair| <= 2 * 15 * 127 = 3810, so a whole 32-k sub-block (8 quads)
+//     adds up in 16 bits before one widening;
+//   6-bit codes (<= 63): |pair| <= 16002, two quads add up in 16 bits;
+//   8-bit codes (Q8_0's u8 code + 128): multiplied as signed codes c - 128 by llama.cpp's sign
+//     trick, |c - 128| (<= 128) times x with the code's sign, |pair| <= 32512; the dot product is
+//     then that of c - 128, and the correction term uses code_offset - 128 (gemm.h's formula).
+// A tile pass covers one half panel (8 outputs, one 32-bit lane each) for up to kMaxTileRows
+// rows, so that the accumulators stay in registers; the float epilogue per sub-block follows
+// gemm.h's order exactly, so the results equal the generic path's bit for bit.
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cstring>
 #include <type_traits>
 
 #include "kernels/cpu/gemm.h"
@@ -13,37 +23,28 @@ namespace pagedllm::cpu {
 
 namespace {
 
-// 8 outputs x 4 k of u8 codes (32 bytes) against 4 activation codes widened to 16 bits and
-// repeated in each 64-bit lane: adds each output's two pair sums into lo (outputs 0-3) and hi
-// (outputs 4-7).
-inline void dot8(__m256i c, __m256i x, __m256i& lo, __m256i& hi) {
-  lo = _mm256_add_epi32(lo, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(c)), x));
-  hi = _mm256_add_epi32(hi,
-                        _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(c, 1)), x));
-}
+// Bytes ahead of the panel stream to prefetch, as the VNNI kernel does.
+constexpr int kPrefetchBytes = 2048;
 
-// As the VNNI kernel: 2 KB ahead of the panel stream (p is the line about to be read).
 inline void prefetch(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + 2048, _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
 }
 
 inline __m256i load32(const uint8_t* p) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Activation codes k..k+3 of row m, widened to 16 bits, in each 64-bit lane.
+// Activation codes k..k+3 of row m in every 32-bit lane.
 inline __m256i activation_quad(const QuantizedActivations& xq, int m, int k) {
-  return _mm256_broadcastq_epi64(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(xq.quad(m, k))));
+  return _mm256_set1_epi32(xq.quad(m, k));
 }
 
 // Outputs [8h, 8h + 8) of sub-block b's scales (or mins): f16 super-block factor times int8 (or
 // u8) sub-block factor, the same exact f32 products as PackedMatrix::scale().
 template <typename Factor>
 inline __m256 factored(const uint16_t* super, const Factor* sub, int b, int super_step, int h) {
-  if (h == 0) {  // the factor streams too, 8 sub-blocks ahead, as the VNNI kernel does
-    _mm_prefetch(reinterpret_cast<const char*>(sub + (b + 8) * 16), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(super + ((b + 8) >> super_step) * 16), _MM_HINT_T0);
-  }
+  _mm_prefetch(reinterpret_cast<const char*>(sub + (b + 8) * 16), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(super + ((b + 8) >> super_step) * 16), _MM_HINT_T0);
   const __m128i f = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sub + b * 16 + 8 * h));
   const __m256i wide = std::is_signed_v<Factor> ? _mm256_cvtepi8_epi32(f) : _mm256_cvtepu8_epi32(f);
   const __m128i d =
@@ -51,127 +52,137 @@ inline __m256 factored(const uint16_t* super, const Factor* sub, int b, int supe
   return _mm256_mul_ps(_mm256_cvtph_ps(d), _mm256_cvtepi32_ps(wide));
 }
 
-// The 8 dot products in output order from the pair sums of dot8.
-inline __m256i combine_pairs(__m256i lo, __m256i hi) {
-  // hadd gives [o0 o1 o4 o5 | o2 o3 o6 o7].
-  return _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo, hi), 0xD8);
-}
-
-// Rows [m, m + MR) of the tile against one panel.
+// MR rows by one half panel (outputs [8h, 8h + 8) of `panel`) over all of K.
 template <int MR, bool kMins, int kBits>
-void rows(const TileArgs& a, int m, int panel) {
+void half_panel(const TileArgs& a, int panel, int h) {
   const PackedMatrix& w = *a.w;
   const QuantizedActivations& xq = *a.xq;
+  const SubBlockRowFactors& xf = *a.xf;
   const int B = w.quant_block();
-  const uint8_t* u = w.u8_panel(panel);
-  __m256 total[MR][2];
-  for (int r = 0; r < MR; ++r) total[r][0] = total[r][1] = _mm256_setzero_ps();
+  const int super_step = w.super_shift() - w.quant_shift();
+  const uint8_t* u = w.u8_panel(panel) + 32 * h;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 total[MR];
+  for (int r = 0; r < MR; ++r) total[r] = _mm256_setzero_ps();
   for (int b = 0; b < (a.K >> w.quant_shift()); ++b) {
     const int k0 = b * B;
-    __m256i pairs[MR][4];
-    for (int r = 0; r < MR; ++r) {
-      for (int i = 0; i < 4; ++i) pairs[r][i] = _mm256_setzero_si256();
-    }
-    if constexpr (kBits == 6) {
-      const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bits = _mm256_set1_epi8(0x30);
-      for (int k = k0; k < k0 + B; k += 16) {
-        const uint8_t* chunk = u + static_cast<size_t>(k) * 12;
-        for (int l = 0; l < 3; ++l) prefetch(chunk + 64 * l);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i n0 = load32(chunk + 32 * h), n1 = load32(chunk + 64 + 32 * h);
-          const __m256i top = load32(chunk + 128 + 32 * h);
-          // Group g's top bits sit at bit 2g of top: move them to bits 4-5 and add the nibble.
-          const __m256i codes[4] = {
-              _mm256_or_si256(_mm256_and_si256(n0, low_nibbles),
-                              _mm256_and_si256(_mm256_slli_epi16(top, 4), top_bits)),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low_nibbles),
-                              _mm256_and_si256(_mm256_slli_epi16(top, 2), top_bits)),
-              _mm256_or_si256(_mm256_and_si256(n1, low_nibbles), _mm256_and_si256(top, top_bits)),
-              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
-                              _mm256_and_si256(_mm256_srli_epi16(top, 2), top_bits))};
-          for (int r = 0; r < MR; ++r) {
-            for (int g = 0; g < 4; ++g) {
-              dot8(codes[g], activation_quad(xq, a.m0 + m + r, k + 4 * g), pairs[r][2 * h],
-                   pairs[r][2 * h + 1]);
-            }
-          }
-        }
-      }
-    } else if constexpr (kBits == 4) {
+    __m256i dot[MR];  // 16-bit pair sums for 4-bit codes, 32-bit sums otherwise
+    for (int r = 0; r < MR; ++r) dot[r] = _mm256_setzero_si256();
+    if constexpr (kBits == 4) {
       const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
       for (int k = k0; k < k0 + B; k += 8) {
         const uint8_t* line = u + static_cast<size_t>(k) * 8;
         prefetch(line);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i c = load32(line + 32 * h);
-          const __m256i low = _mm256_and_si256(c, low_nibbles);
-          const __m256i high = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
-          for (int r = 0; r < MR; ++r) {
-            dot8(low, activation_quad(xq, a.m0 + m + r, k), pairs[r][2 * h], pairs[r][2 * h + 1]);
-            dot8(high, activation_quad(xq, a.m0 + m + r, k + 4), pairs[r][2 * h],
-                 pairs[r][2 * h + 1]);
+        const __m256i c = load32(line);
+        const __m256i low = _mm256_and_si256(c, low_nibbles);
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
+        for (int r = 0; r < MR; ++r) {
+          const __m256i lo = _mm256_maddubs_epi16(low, activation_quad(xq, a.m0 + r, k));
+          const __m256i hi = _mm256_maddubs_epi16(high, activation_quad(xq, a.m0 + r, k + 4));
+          dot[r] = _mm256_add_epi16(dot[r], _mm256_add_epi16(lo, hi));
+        }
+      }
+      for (int r = 0; r < MR; ++r) dot[r] = _mm256_madd_epi16(dot[r], ones);
+    } else if constexpr (kBits == 6) {
+      const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bits = _mm256_set1_epi8(0x30);
+      for (int k = k0; k < k0 + B; k += 16) {
+        const uint8_t* chunk = u + static_cast<size_t>(k) * 12;
+        prefetch(chunk);
+        prefetch(chunk + 64);
+        prefetch(chunk + 128);
+        const __m256i n0 = load32(chunk), n1 = load32(chunk + 64), top = load32(chunk + 128);
+        // Group g's top bits sit at bit 2g of top: move them to bits 4-5 and add the nibble.
+        const __m256i codes[4] = {
+            _mm256_or_si256(_mm256_and_si256(n0, low_nibbles),
+                            _mm256_and_si256(_mm256_slli_epi16(top, 4), top_bits)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low_nibbles),
+                            _mm256_and_si256(_mm256_slli_epi16(top, 2), top_bits)),
+            _mm256_or_si256(_mm256_and_si256(n1, low_nibbles), _mm256_and_si256(top, top_bits)),
+            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
+                            _mm256_and_si256(_mm256_srli_epi16(top, 2), top_bits))};
+        for (int r = 0; r < MR; ++r) {
+          for (int g = 0; g < 4; g += 2) {
+            const __m256i p0 =
+                _mm256_maddubs_epi16(codes[g], activation_quad(xq, a.m0 + r, k + 4 * g));
+            const __m256i p1 =
+                _mm256_maddubs_epi16(codes[g + 1], activation_quad(xq, a.m0 + r, k + 4 * g + 4));
+            dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones));
           }
         }
       }
     } else {
+      const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
       for (int k = k0; k < k0 + B; k += 4) {
-        prefetch(u + static_cast<size_t>(k) * 16);
+        const uint8_t* line = u + static_cast<size_t>(k) * 16;
+        prefetch(line);
+        const __m256i signed_codes = _mm256_xor_si256(load32(line), flip);
+        const __m256i magnitude = _mm256_abs_epi8(signed_codes);
         for (int r = 0; r < MR; ++r) {
-          const __m256i x = activation_quad(xq, a.m0 + m + r, k);
-          dot8(load32(u + static_cast<size_t>(k) * 16), x, pairs[r][0], pairs[r][1]);
-          dot8(load32(u + static_cast<size_t>(k) * 16 + 32), x, pairs[r][2], pairs[r][3]);
+          const __m256i x = _mm256_sign_epi8(activation_quad(xq, a.m0 + r, k), signed_codes);
+          dot[r] =
+              _mm256_add_epi32(dot[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, x), ones));
         }
       }
     }
-    const int super_step = w.super_shift() - w.quant_shift();
+    const __m256 scale =
+        factored(w.super_scale_panel(panel), w.sub_scale_panel(panel), b, super_step, h);
+    __m256 min = _mm256_setzero_ps();
+    if constexpr (kMins) {
+      min = factored(w.super_min_panel(panel), w.sub_min_panel(panel), b, super_step, h);
+    }
     for (int r = 0; r < MR; ++r) {
-      const int32_t xsum = xq.sum(a.m0 + m + r, k0, B);
-      const float x_scale = xq.scale(a.m0 + m + r, k0);
-      const __m256i correction = _mm256_set1_epi32(w.code_offset() * xsum);
-      const __m256 xs = _mm256_set1_ps(x_scale);
-      const __m256 min_factor = _mm256_set1_ps(x_scale * static_cast<float>(xsum));
-      for (int h = 0; h < 2; ++h) {
-        const __m256i dot = combine_pairs(pairs[r][2 * h], pairs[r][2 * h + 1]);
-        const __m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(dot, correction));
-        const __m256 scale =
-            factored(w.super_scale_panel(panel), w.sub_scale_panel(panel), b, super_step, h);
-        __m256 t = _mm256_mul_ps(scale, _mm256_mul_ps(xs, d));
-        if constexpr (kMins) {
-          const __m256 min =
-              factored(w.super_min_panel(panel), w.sub_min_panel(panel), b, super_step, h);
-          t = _mm256_sub_ps(t, _mm256_mul_ps(min, min_factor));
-        }
-        total[r][h] = _mm256_add_ps(total[r][h], t);
-      }
+      const size_t i = xf.at(a.m0 + r, b);
+      // The 8-bit path's dot is over c - 128: its correction is (code_offset - 128) * xsum.
+      const int32_t correction =
+          kBits == 8 ? xf.correction[i] - 128 * xf.xsum[i] : xf.correction[i];
+      const __m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[r], _mm256_set1_epi32(correction)));
+      __m256 t = _mm256_mul_ps(scale, _mm256_mul_ps(_mm256_set1_ps(xf.x_scale[i]), d));
+      if constexpr (kMins)
+        t = _mm256_sub_ps(t, _mm256_mul_ps(min, _mm256_set1_ps(xf.min_factor[i])));
+      total[r] = _mm256_add_ps(total[r], t);
     }
   }
-  const int n0 = panel * PackedMatrix::kPanel;
+  const int n0 = panel * PackedMatrix::kPanel + 8 * h;
+  const int valid = std::clamp(a.n_end - n0, 0, 8);
   for (int r = 0; r < MR; ++r) {
-    alignas(32) float out[16];
-    _mm256_store_ps(out, total[r][0]);
-    _mm256_store_ps(out + 8, total[r][1]);
-    for (int j = 0; j < PackedMatrix::kPanel && n0 + j < a.n_end; ++j) {
-      a.y[static_cast<size_t>(m + r) * a.ldy + n0 + j] = out[j] + (a.bias ? a.bias[n0 + j] : 0.0f);
+    float* y = a.y + static_cast<size_t>(r) * a.ldy + n0;
+    if (valid == 8 && !a.bias) {
+      _mm256_storeu_ps(y, total[r]);
+      continue;
     }
+    alignas(32) float out[8];
+    _mm256_store_ps(out, total[r]);
+    for (int j = 0; j < valid; ++j) y[j] = out[j] + (a.bias ? a.bias[n0 + j] : 0.0f);
+  }
+}
+
+template <int MR, bool kMins, int kBits>
+void panels(const TileArgs& a) {
+  for (int q = 0; q < a.np; ++q) {
+    for (int h = 0; h < 2; ++h) half_panel<MR, kMins, kBits>(a, a.p + q, h);
   }
 }
 
 template <bool kMins, int kBits>
 void dispatch(const TileArgs& a) {
-  for (int q = 0; q < a.np; ++q) {
-    for (int m = 0; m < a.mr; m += 2) {
-      if (m + 1 < a.mr) {
-        rows<2, kMins, kBits>(a, m, a.p + q);
-      } else {
-        rows<1, kMins, kBits>(a, m, a.p + q);
-      }
-    }
+  static_assert(kMaxTileRows == 4, "one case per row count");
+  switch (a.mr) {
+    case 1:
+      return panels<1, kMins, kBits>(a);
+    case 2:
+      return panels<2, kMins, kBits>(a);
+    case 3:
+      return panels<3, kMins, kBits>(a);
+    default:
+      return panels<4, kMins, kBits>(a);
   }
 }
 
 }  // namespace
 
 void gemm_int8_tile_avx2(const TileArgs& a) {
+  // 4-bit sums stay in 16 bits for one sub-block of at most 32 k (see above).
+  if (a.w->code_bits() == 4 && a.w->quant_block() > 32) return gemm_tile_generic(a);
   with_int8_shape(*a.w, [&](auto mins, auto bits) { dispatch<mins.value, bits.value>(a); });
 }
 
