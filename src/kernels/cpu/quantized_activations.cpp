@@ -44,7 +44,9 @@ void quantize_activations(Isa isa, const float* x, int M, int K, QuantizedActiva
   out.codes.resize(static_cast<size_t>(M) * K);
   out.scales.resize(static_cast<size_t>(M) * blocks);
   out.sum16.resize(static_cast<size_t>(M) * (K / 16));
-  const auto row = isa >= Isa::kAvx512 ? quantize_row_avx512 : quantize_row_portable;
+  const auto row = isa >= Isa::kAvx512 ? quantize_row_avx512
+                   : isa >= Isa::kAvx2 ? quantize_row_avx2
+                                       : quantize_row_portable;
 #pragma omp parallel for schedule(static) if (static_cast <int64_t>(M) * K > 65536)
   for (int m = 0; m < M; ++m) {
     row(x + static_cast<size_t>(m) * K, K, out.codes.data() + static_cast<size_t>(m) * K,

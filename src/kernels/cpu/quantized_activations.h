@@ -47,5 +47,7 @@ void quantize_activations(const float* x, int M, int K, QuantizedActivations& ou
 // One row with AVX-512 (call only when the CPU has AVX-512F/BW): codes [K], scales [K / 32],
 // sum16 [K / 16].
 void quantize_row_avx512(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16);
+// The same with AVX2 (call only when the CPU has it).
+void quantize_row_avx2(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16);
 
 }  // namespace pagedllm::cpu
