@@ -9,9 +9,9 @@
 //   8-bit codes (Q8_0's u8 code + 128): multiplied as signed codes c - 128 by llama.cpp's sign
 //     trick, |c - 128| (<= 128) times x with the code's sign, |pair| <= 32512; the dot product is
 //     then that of c - 128, and the correction term uses code_offset - 128 (gemm.h's formula).
-// A tile pass covers one half panel (8 outputs, one 32-bit lane each) for up to kMaxTileRows
-// rows, so that the accumulators stay in registers; the float epilogue per sub-block follows
-// gemm.h's order exactly, so the results equal the generic path's bit for bit.
+// A tile pass covers a panel (16 outputs) for up to 2 rows, or one half panel (8 outputs, one
+// 32-bit lane each) for 3 or 4, so that the accumulators stay in registers; the float epilogue per
+// sub-block follows gemm.h's order exactly, so the results equal the generic path's bit for bit.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -52,61 +52,76 @@ inline __m256 factored(const uint16_t* super, const Factor* sub, int b, int supe
   return _mm256_mul_ps(_mm256_cvtph_ps(d), _mm256_cvtepi32_ps(wide));
 }
 
-// MR rows by one half panel (outputs [8h, 8h + 8) of `panel`) over all of K.
-template <int MR, bool kMins, int kBits>
-void half_panel(const TileArgs& a, int panel, int h) {
+// MR rows by NH half panels from half h0 of `panel` (outputs [8 h0, 8 (h0 + NH))) over all of K.
+template <int MR, int NH, bool kMins, int kBits>
+void half_panels(const TileArgs& a, int panel, int h0) {
   const PackedMatrix& w = *a.w;
   const QuantizedActivations& xq = *a.xq;
   const SubBlockRowFactors& xf = *a.xf;
   const int B = w.quant_block();
   const int super_step = w.super_shift() - w.quant_shift();
-  const uint8_t* u = w.u8_panel(panel) + 32 * h;
+  const uint8_t* u = w.u8_panel(panel) + 32 * h0;
   const __m256i ones = _mm256_set1_epi16(1);
-  __m256 total[MR];
-  for (int r = 0; r < MR; ++r) total[r] = _mm256_setzero_ps();
+  __m256 total[MR][NH];
+  for (int r = 0; r < MR; ++r) {
+    for (int h = 0; h < NH; ++h) total[r][h] = _mm256_setzero_ps();
+  }
   for (int b = 0; b < (a.K >> w.quant_shift()); ++b) {
     const int k0 = b * B;
-    __m256i dot[MR];  // 16-bit pair sums for 4-bit codes, 32-bit sums otherwise
-    for (int r = 0; r < MR; ++r) dot[r] = _mm256_setzero_si256();
+    __m256i dot[MR][NH];  // 16-bit pair sums for 4-bit codes, 32-bit sums otherwise
+    for (int r = 0; r < MR; ++r) {
+      for (int h = 0; h < NH; ++h) dot[r][h] = _mm256_setzero_si256();
+    }
     if constexpr (kBits == 4) {
       const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
       for (int k = k0; k < k0 + B; k += 8) {
         const uint8_t* line = u + static_cast<size_t>(k) * 8;
         prefetch(line);
-        const __m256i c = load32(line);
-        const __m256i low = _mm256_and_si256(c, low_nibbles);
-        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
+        __m256i low[NH], high[NH];
+        for (int h = 0; h < NH; ++h) {
+          const __m256i c = load32(line + 32 * h);
+          low[h] = _mm256_and_si256(c, low_nibbles);
+          high[h] = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
+        }
         for (int r = 0; r < MR; ++r) {
-          const __m256i lo = _mm256_maddubs_epi16(low, activation_quad(xq, a.m0 + r, k));
-          const __m256i hi = _mm256_maddubs_epi16(high, activation_quad(xq, a.m0 + r, k + 4));
-          dot[r] = _mm256_add_epi16(dot[r], _mm256_add_epi16(lo, hi));
+          const __m256i x_low = activation_quad(xq, a.m0 + r, k);
+          const __m256i x_high = activation_quad(xq, a.m0 + r, k + 4);
+          for (int h = 0; h < NH; ++h) {
+            const __m256i lo = _mm256_maddubs_epi16(low[h], x_low);
+            const __m256i hi = _mm256_maddubs_epi16(high[h], x_high);
+            dot[r][h] = _mm256_add_epi16(dot[r][h], _mm256_add_epi16(lo, hi));
+          }
         }
       }
-      for (int r = 0; r < MR; ++r) dot[r] = _mm256_madd_epi16(dot[r], ones);
+      for (int r = 0; r < MR; ++r) {
+        for (int h = 0; h < NH; ++h) dot[r][h] = _mm256_madd_epi16(dot[r][h], ones);
+      }
     } else if constexpr (kBits == 6) {
       const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bits = _mm256_set1_epi8(0x30);
       for (int k = k0; k < k0 + B; k += 16) {
         const uint8_t* chunk = u + static_cast<size_t>(k) * 12;
-        prefetch(chunk);
-        prefetch(chunk + 64);
-        prefetch(chunk + 128);
-        const __m256i n0 = load32(chunk), n1 = load32(chunk + 64), top = load32(chunk + 128);
-        // Group g's top bits sit at bit 2g of top: move them to bits 4-5 and add the nibble.
-        const __m256i codes[4] = {
-            _mm256_or_si256(_mm256_and_si256(n0, low_nibbles),
-                            _mm256_and_si256(_mm256_slli_epi16(top, 4), top_bits)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low_nibbles),
-                            _mm256_and_si256(_mm256_slli_epi16(top, 2), top_bits)),
-            _mm256_or_si256(_mm256_and_si256(n1, low_nibbles), _mm256_and_si256(top, top_bits)),
-            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
-                            _mm256_and_si256(_mm256_srli_epi16(top, 2), top_bits))};
-        for (int r = 0; r < MR; ++r) {
-          for (int g = 0; g < 4; g += 2) {
-            const __m256i p0 =
-                _mm256_maddubs_epi16(codes[g], activation_quad(xq, a.m0 + r, k + 4 * g));
-            const __m256i p1 =
-                _mm256_maddubs_epi16(codes[g + 1], activation_quad(xq, a.m0 + r, k + 4 * g + 4));
-            dot[r] = _mm256_add_epi32(dot[r], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones));
+        for (int l = 0; l < 3; ++l) prefetch(chunk + 64 * l);
+        for (int h = 0; h < NH; ++h) {
+          const uint8_t* half = chunk + 32 * h;
+          const __m256i n0 = load32(half), n1 = load32(half + 64), top = load32(half + 128);
+          // Group g's top bits sit at bit 2g of top: move them to bits 4-5 and add the nibble.
+          const __m256i codes[4] = {
+              _mm256_or_si256(_mm256_and_si256(n0, low_nibbles),
+                              _mm256_and_si256(_mm256_slli_epi16(top, 4), top_bits)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low_nibbles),
+                              _mm256_and_si256(_mm256_slli_epi16(top, 2), top_bits)),
+              _mm256_or_si256(_mm256_and_si256(n1, low_nibbles), _mm256_and_si256(top, top_bits)),
+              _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
+                              _mm256_and_si256(_mm256_srli_epi16(top, 2), top_bits))};
+          for (int r = 0; r < MR; ++r) {
+            for (int g = 0; g < 4; g += 2) {
+              const __m256i p0 =
+                  _mm256_maddubs_epi16(codes[g], activation_quad(xq, a.m0 + r, k + 4 * g));
+              const __m256i p1 =
+                  _mm256_maddubs_epi16(codes[g + 1], activation_quad(xq, a.m0 + r, k + 4 * g + 4));
+              dot[r][h] =
+                  _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), ones));
+            }
           }
         }
       }
@@ -115,51 +130,69 @@ void half_panel(const TileArgs& a, int panel, int h) {
       for (int k = k0; k < k0 + B; k += 4) {
         const uint8_t* line = u + static_cast<size_t>(k) * 16;
         prefetch(line);
-        const __m256i signed_codes = _mm256_xor_si256(load32(line), flip);
-        const __m256i magnitude = _mm256_abs_epi8(signed_codes);
+        __m256i signed_codes[NH], magnitude[NH];
+        for (int h = 0; h < NH; ++h) {
+          signed_codes[h] = _mm256_xor_si256(load32(line + 32 * h), flip);
+          magnitude[h] = _mm256_abs_epi8(signed_codes[h]);
+        }
         for (int r = 0; r < MR; ++r) {
-          const __m256i x = _mm256_sign_epi8(activation_quad(xq, a.m0 + r, k), signed_codes);
-          dot[r] =
-              _mm256_add_epi32(dot[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, x), ones));
+          const __m256i x = activation_quad(xq, a.m0 + r, k);
+          for (int h = 0; h < NH; ++h) {
+            const __m256i signed_x = _mm256_sign_epi8(x, signed_codes[h]);
+            dot[r][h] = _mm256_add_epi32(
+                dot[r][h], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude[h], signed_x), ones));
+          }
         }
       }
     }
-    const __m256 scale =
-        factored(w.super_scale_panel(panel), w.sub_scale_panel(panel), b, super_step, h);
-    __m256 min = _mm256_setzero_ps();
-    if constexpr (kMins) {
-      min = factored(w.super_min_panel(panel), w.sub_min_panel(panel), b, super_step, h);
-    }
-    for (int r = 0; r < MR; ++r) {
-      const size_t i = xf.at(a.m0 + r, b);
-      // The 8-bit path's dot is over c - 128: its correction is (code_offset - 128) * xsum.
-      const int32_t correction =
-          kBits == 8 ? xf.correction[i] - 128 * xf.xsum[i] : xf.correction[i];
-      const __m256 d = _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[r], _mm256_set1_epi32(correction)));
-      __m256 t = _mm256_mul_ps(scale, _mm256_mul_ps(_mm256_set1_ps(xf.x_scale[i]), d));
-      if constexpr (kMins)
-        t = _mm256_sub_ps(t, _mm256_mul_ps(min, _mm256_set1_ps(xf.min_factor[i])));
-      total[r] = _mm256_add_ps(total[r], t);
+    for (int h = 0; h < NH; ++h) {
+      const __m256 scale =
+          factored(w.super_scale_panel(panel), w.sub_scale_panel(panel), b, super_step, h0 + h);
+      __m256 min = _mm256_setzero_ps();
+      if constexpr (kMins) {
+        min = factored(w.super_min_panel(panel), w.sub_min_panel(panel), b, super_step, h0 + h);
+      }
+      for (int r = 0; r < MR; ++r) {
+        const size_t i = xf.at(a.m0 + r, b);
+        // The 8-bit path's dot is over c - 128: its correction is (code_offset - 128) * xsum.
+        const int32_t correction =
+            kBits == 8 ? xf.correction[i] - 128 * xf.xsum[i] : xf.correction[i];
+        const __m256 d =
+            _mm256_cvtepi32_ps(_mm256_sub_epi32(dot[r][h], _mm256_set1_epi32(correction)));
+        __m256 t = _mm256_mul_ps(scale, _mm256_mul_ps(_mm256_set1_ps(xf.x_scale[i]), d));
+        if constexpr (kMins) {
+          t = _mm256_sub_ps(t, _mm256_mul_ps(min, _mm256_set1_ps(xf.min_factor[i])));
+        }
+        total[r][h] = _mm256_add_ps(total[r][h], t);
+      }
     }
   }
-  const int n0 = panel * PackedMatrix::kPanel + 8 * h;
-  const int valid = std::clamp(a.n_end - n0, 0, 8);
-  for (int r = 0; r < MR; ++r) {
-    float* y = a.y + static_cast<size_t>(r) * a.ldy + n0;
-    if (valid == 8 && !a.bias) {
-      _mm256_storeu_ps(y, total[r]);
-      continue;
+  for (int h = 0; h < NH; ++h) {
+    const int n0 = panel * PackedMatrix::kPanel + 8 * (h0 + h);
+    const int valid = std::clamp(a.n_end - n0, 0, 8);
+    for (int r = 0; r < MR; ++r) {
+      float* y = a.y + static_cast<size_t>(r) * a.ldy + n0;
+      if (valid == 8 && !a.bias) {
+        _mm256_storeu_ps(y, total[r][h]);
+        continue;
+      }
+      alignas(32) float out[8];
+      _mm256_store_ps(out, total[r][h]);
+      for (int j = 0; j < valid; ++j) y[j] = out[j] + (a.bias ? a.bias[n0 + j] : 0.0f);
     }
-    alignas(32) float out[8];
-    _mm256_store_ps(out, total[r]);
-    for (int j = 0; j < valid; ++j) y[j] = out[j] + (a.bias ? a.bias[n0 + j] : 0.0f);
   }
 }
 
+// Up to 2 rows take both halves of a panel in one pass (one stream over the panel, which decode
+// reads from DRAM once); more rows one half at a time, so that 8 accumulators stay in registers.
 template <int MR, bool kMins, int kBits>
 void panels(const TileArgs& a) {
   for (int q = 0; q < a.np; ++q) {
-    for (int h = 0; h < 2; ++h) half_panel<MR, kMins, kBits>(a, a.p + q, h);
+    if constexpr (MR <= 2) {
+      half_panels<MR, 2, kMins, kBits>(a, a.p + q, 0);
+    } else {
+      for (int h = 0; h < 2; ++h) half_panels<MR, 1, kMins, kBits>(a, a.p + q, h);
+    }
   }
 }
 
