@@ -64,4 +64,10 @@ bool avx512_attention_handles(int D);
 template <typename T>
 void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx);
 
+// The AVX2 path: groups of up to 4 queries share each K and V load. Call only when the CPU has
+// AVX2 and FMA and avx2_attention_handles(D).
+bool avx2_attention_handles(int D);
+template <typename T>
+void attend_queries_avx2(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx);
+
 }  // namespace pagedllm::cpu::attention

@@ -210,6 +210,8 @@ template <typename T>
 AttendFn<T> attention_kernel(int head_size) {
   if (active_isa() >= Isa::kAvx512 && attention::avx512_attention_handles(head_size))
     return attention::attend_queries_avx512<T>;
+  if (active_isa() >= Isa::kAvx2 && attention::avx2_attention_handles(head_size))
+    return attention::attend_queries_avx2<T>;
   return attention::attend_queries_portable<T>;
 }
 

@@ -1,0 +1,202 @@
+// AVX2 attention over a context's chunks, in the exact order of attention_tile.h (compiled with
+// -mavx2 -mfma; called only when the CPU has them).
+//
+// As on AVX-512, one query's score for a chunk is a chain of D dependent FMAs per lane, and the
+// two FMA units need about 8 independent chains: a chunk of 16 positions is two 8-lane vectors,
+// so a kernel call scores NQ queries x C chunks with NQ * C = 4 (prefill: 4 queries per chunk; a
+// decode step: one query over 4 chunks), every K vector loaded serving all NQ queries. The value
+// products run over D in slices of up to 4 vectors for up to 8 / slice queries at once, so that
+// the accumulators stay in the 16 ymm registers and each V vector loaded serves those queries.
+#include <immintrin.h>
+
+#include <limits>
+
+#include "kernels/cpu/attention_tile.h"
+
+namespace pagedllm::cpu::attention {
+
+namespace {
+
+// Eight consecutive elements widened to f32, exactly as dequant.h's conversions give them.
+inline __m256 load8(const float* p) {
+  return _mm256_loadu_ps(p);
+}
+inline __m256 load8(const uint16_t* p) {  // bf16
+  const __m256i wide =
+      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
+inline __m256 load8(const uint8_t* p) {  // fp8 E4M3: magnitude bits into an f16, times 2^8
+  const __m128i b = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  const __m128i sign = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8);
+  const __m128i magnitude = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7F)), 7);
+  return _mm256_mul_ps(_mm256_cvtph_ps(_mm_or_si128(sign, magnitude)), _mm256_set1_ps(256.0f));
+}
+
+// attention_tile.h's tree_sum16 of a chunk held as lanes 0-7 (lo) and 8-15 (hi).
+inline float tree_sum16(__m256 lo, __m256 hi) {
+  const __m256 a = _mm256_add_ps(lo, hi);
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+inline float reduce_max(__m256 lo, __m256 hi) {
+  const __m256 a = _mm256_max_ps(lo, hi);
+  __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  b = _mm_max_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_max_ss(b, _mm_shuffle_ps(b, b, 1)));
+}
+
+// Softmax bookkeeping of one query for one chunk (s: its two halves): p (16 weights) and the
+// correction of acc.
+inline float softmax_update(QueryState& qs, const __m256 (&s)[2], int first, float scale,
+                            float* p) {
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256i last = _mm256_set1_epi32(qs.pos - first);
+  __m256 valid[2], scaled[2];
+  for (int h = 0; h < 2; ++h) {
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    // lane <= pos - first, as not (lane > pos - first).
+    valid[h] = _mm256_castsi256_ps(_mm256_xor_si256(
+        _mm256_cmpgt_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8 * h)), last),
+        _mm256_set1_epi32(-1)));
+    scaled[h] = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(s[h], _mm256_set1_ps(scale)), valid[h]);
+  }
+  const float new_max = std::max(qs.running_max, reduce_max(scaled[0], scaled[1]));
+  const float correction = cpu::exp_nonpositive(qs.running_max - new_max);
+  __m256 e[2];
+  for (int h = 0; h < 2; ++h) {
+    e[h] = _mm256_and_ps(valid[h],
+                         cpu::exp_nonpositive(_mm256_sub_ps(scaled[h], _mm256_set1_ps(new_max))));
+    _mm256_store_ps(p + 8 * h, e[h]);
+  }
+  qs.running_sum = std::fma(qs.running_sum, correction, tree_sum16(e[0], e[1]));
+  qs.running_max = new_max;
+  return correction;
+}
+
+// The scores of NQ queries for chunks ch0 .. ch0 + C - 1: s[i][c] = fma over d of
+// q_i[d] * K[d][o], from 0, for the chunk's two halves.
+template <int NQ, int C, int D, typename T>
+[[gnu::always_inline]] inline void score_chunks(const QueryState* qs, const Chunks<T>& ctx, int ch0,
+                                                __m256 (&s)[NQ][C][2]) {
+  for (int i = 0; i < NQ; ++i) {
+    for (int c = 0; c < C; ++c) s[i][c][0] = s[i][c][1] = _mm256_setzero_ps();
+  }
+  const T* kt[C];
+  for (int c = 0; c < C; ++c) kt[c] = ctx.k[ch0 + c];
+  for (int d = 0; d < D; ++d) {
+    for (int c = 0; c < C; ++c) {
+      const T* row = kt[c] + static_cast<size_t>(d) * ctx.ldk;
+      const __m256 k0 = load8(row), k1 = load8(row + 8);
+      for (int i = 0; i < NQ; ++i) {
+        const __m256 q = _mm256_set1_ps(qs[i].q[d]);
+        s[i][c][0] = _mm256_fmadd_ps(q, k0, s[i][c][0]);
+        s[i][c][1] = _mm256_fmadd_ps(q, k1, s[i][c][1]);
+      }
+    }
+  }
+}
+
+// acc = acc * correction + sum over o of p[o] * V[o] for NQ queries and one chunk, over D in
+// slices of S vectors for QB queries at a time (QB * S accumulators in registers).
+template <int NQ, int D, typename T>
+[[gnu::always_inline]] inline void add_chunk_values(QueryState* qs, const float (*p)[kChunk],
+                                                    const float* correction, const T* vt) {
+  constexpr int S = D / 8 < 4 ? D / 8 : 4;
+  constexpr int QB = NQ < 8 / S ? NQ : 8 / S;
+  for (int i0 = 0; i0 < NQ; i0 += QB) {
+    for (int v0 = 0; v0 < D / 8; v0 += S) {
+      __m256 acc[QB][S];
+      for (int i = 0; i < QB; ++i) {
+        const __m256 c = _mm256_set1_ps(correction[i0 + i]);
+        for (int v = 0; v < S; ++v)
+          acc[i][v] = _mm256_mul_ps(_mm256_loadu_ps(qs[i0 + i].acc + 8 * (v0 + v)), c);
+      }
+#pragma GCC unroll 16
+      for (int o = 0; o < kChunk; ++o) {
+        __m256 row[S];
+        for (int v = 0; v < S; ++v) row[v] = load8(vt + o * D + 8 * (v0 + v));
+        for (int i = 0; i < QB; ++i) {
+          const __m256 w = _mm256_set1_ps(p[i0 + i][o]);
+          for (int v = 0; v < S; ++v) acc[i][v] = _mm256_fmadd_ps(w, row[v], acc[i][v]);
+        }
+      }
+      for (int i = 0; i < QB; ++i) {
+        for (int v = 0; v < S; ++v) _mm256_storeu_ps(qs[i0 + i].acc + 8 * (v0 + v), acc[i][v]);
+      }
+    }
+  }
+}
+
+// NQ queries over chunks ch0 .. ch0 + C - 1.
+template <int NQ, int C, int D, typename T>
+void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
+  __m256 s[NQ][C][2];
+  score_chunks<NQ, C, D>(qs, ctx, ch0, s);
+  for (int c = 0; c < C; ++c) {
+    alignas(32) float p[NQ][kChunk];
+    float correction[NQ];
+    for (int i = 0; i < NQ; ++i)
+      correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
+    add_chunk_values<NQ, D>(qs, p, correction, ctx.v[ch0 + c]);
+  }
+}
+
+// Chunks [ch, chunks) in strips of C, then what is left in strips of C / 2, C / 4, ...
+template <int NQ, int C, int D, typename T>
+void attend_range(QueryState* qs, float scale, const Chunks<T>& ctx, int ch, int chunks) {
+  for (; ch + C <= chunks; ch += C) attend_strip<NQ, C, D>(qs, scale, ctx, ch);
+  if constexpr (C > 1) {
+    if (ch < chunks) attend_range<NQ, C / 2, D>(qs, scale, ctx, ch, chunks);
+  }
+}
+
+// NQ queries over the chunks the furthest of them reaches (past a query's own position a chunk
+// is an exact no-op for it, attention_tile.h).
+template <int NQ, int C, int D, typename T>
+void attend_group(QueryState* qs, float scale, const Chunks<T>& ctx) {
+  int chunks = 0;
+  for (int i = 0; i < NQ; ++i) chunks = std::max(chunks, qs[i].pos / kChunk + 1);
+  attend_range<NQ, C, D>(qs, scale, ctx, 0, chunks);
+}
+
+template <int D, typename T>
+void attend_all(QueryState* qs, int nq, float scale, const Chunks<T>& ctx) {
+  int i = 0;
+  for (; i + 4 <= nq; i += 4) attend_group<4, 1, D>(qs + i, scale, ctx);
+  if (nq - i >= 2) {
+    attend_group<2, 2, D>(qs + i, scale, ctx);
+    i += 2;
+  }
+  if (nq - i >= 1) attend_group<1, 4, D>(qs + i, scale, ctx);
+}
+
+}  // namespace
+
+bool avx2_attention_handles(int D) {
+  return D == 16 || D == 32 || D == 64 || D == 128;
+}
+
+template <typename T>
+void attend_queries_avx2(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx) {
+  switch (D) {
+    case 16:
+      return attend_all<16>(qs, nq, scale, ctx);
+    case 32:
+      return attend_all<32>(qs, nq, scale, ctx);
+    case 64:
+      return attend_all<64>(qs, nq, scale, ctx);
+    case 128:
+      return attend_all<128>(qs, nq, scale, ctx);
+    default:
+      attend_queries_portable(qs, nq, D, scale, ctx);
+  }
+}
+
+template void attend_queries_avx2(QueryState*, int, int, float, const Chunks<float>&);
+template void attend_queries_avx2(QueryState*, int, int, float, const Chunks<uint16_t>&);
+template void attend_queries_avx2(QueryState*, int, int, float, const Chunks<uint8_t>&);
+
+}  // namespace pagedllm::cpu::attention
