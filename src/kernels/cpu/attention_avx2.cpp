@@ -22,8 +22,7 @@ inline __m256 load8(const float* p) {
   return _mm256_loadu_ps(p);
 }
 inline __m256 load8(const uint16_t* p) {  // bf16
-  const __m256i wide =
-      _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
 inline __m256 load8(const uint8_t* p) {  // fp8 E4M3: magnitude bits into an f16, times 2^8
@@ -58,9 +57,9 @@ inline float softmax_update(QueryState& qs, const __m256 (&s)[2], int first, flo
   for (int h = 0; h < 2; ++h) {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     // lane <= pos - first, as not (lane > pos - first).
-    valid[h] = _mm256_castsi256_ps(_mm256_xor_si256(
-        _mm256_cmpgt_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8 * h)), last),
-        _mm256_set1_epi32(-1)));
+    valid[h] = _mm256_castsi256_ps(
+        _mm256_xor_si256(_mm256_cmpgt_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8 * h)), last),
+                         _mm256_set1_epi32(-1)));
     scaled[h] = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(s[h], _mm256_set1_ps(scale)), valid[h]);
   }
   const float new_max = std::max(qs.running_max, reduce_max(scaled[0], scaled[1]));

@@ -128,6 +128,7 @@ void dispatch_f32(const TileArgs& a) {
 // bf16: each half panel in row groups of up to kBf16Rows: 2 chains x 4 rows of accumulators,
 // and the weights' odd and even halves, stay in registers.
 constexpr int kBf16Rows = 4;
+constexpr int kBf16PanelRows = 2;
 
 template <int MR>
 void bf16_rows(const TileArgs& a, int p, int h, int m, int count) {
@@ -138,6 +139,17 @@ void bf16_rows(const TileArgs& a, int p, int h, int m, int count) {
 }
 
 void dispatch_bf16(const TileArgs& a) {
+  if (a.mr <= kBf16PanelRows) {
+    // Few rows (decode): whole panels per pass, so that the weights stream once.
+    for (int m = 0; m < a.mr; ++m) {
+      if (a.np == 2) {
+        rows<1, 2 * kHalves, PanelStorage::kBF16>(a, a.p, 0, m);
+      } else {
+        rows<1, kHalves, PanelStorage::kBF16>(a, a.p, 0, m);
+      }
+    }
+    return;
+  }
   const int groups = (a.mr + kBf16Rows - 1) / kBf16Rows;
   for (int q = 0; q < a.np; ++q) {
     for (int h = 0; h < kHalves; ++h) {
