@@ -63,13 +63,17 @@ void half_panels(const TileArgs& a, int panel, int h0) {
   const uint8_t* u = w.u8_panel(panel) + 32 * h0;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 total[MR][NH];
+#pragma GCC unroll 4
   for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) total[r][h] = _mm256_setzero_ps();
   }
   for (int b = 0; b < (a.K >> w.quant_shift()); ++b) {
     const int k0 = b * B;
     __m256i dot[MR][NH];  // 16-bit pair sums for 4-bit codes, 32-bit sums otherwise
+#pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
       for (int h = 0; h < NH; ++h) dot[r][h] = _mm256_setzero_si256();
     }
     if constexpr (kBits == 4) {
@@ -78,14 +82,17 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         const uint8_t* line = u + static_cast<size_t>(k) * 8;
         prefetch(line);
         __m256i low[NH], high[NH];
+#pragma GCC unroll 4
         for (int h = 0; h < NH; ++h) {
           const __m256i c = load32(line + 32 * h);
           low[h] = _mm256_and_si256(c, low_nibbles);
           high[h] = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
         }
+#pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) {
           const __m256i x_low = activation_quad(xq, a.m0 + r, k);
           const __m256i x_high = activation_quad(xq, a.m0 + r, k + 4);
+#pragma GCC unroll 4
           for (int h = 0; h < NH; ++h) {
             const __m256i lo = _mm256_maddubs_epi16(low[h], x_low);
             const __m256i hi = _mm256_maddubs_epi16(high[h], x_high);
@@ -93,7 +100,9 @@ void half_panels(const TileArgs& a, int panel, int h0) {
           }
         }
       }
+#pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 4
         for (int h = 0; h < NH; ++h) dot[r][h] = _mm256_madd_epi16(dot[r][h], ones);
       }
     } else if constexpr (kBits == 6) {
@@ -101,6 +110,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
       for (int k = k0; k < k0 + B; k += 16) {
         const uint8_t* chunk = u + static_cast<size_t>(k) * 12;
         for (int l = 0; l < 3; ++l) prefetch(chunk + 64 * l);
+#pragma GCC unroll 4
         for (int h = 0; h < NH; ++h) {
           const uint8_t* half = chunk + 32 * h;
           const __m256i n0 = load32(half), n1 = load32(half + 64), top = load32(half + 128);
@@ -113,7 +123,9 @@ void half_panels(const TileArgs& a, int panel, int h0) {
               _mm256_or_si256(_mm256_and_si256(n1, low_nibbles), _mm256_and_si256(top, top_bits)),
               _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
                               _mm256_and_si256(_mm256_srli_epi16(top, 2), top_bits))};
+#pragma GCC unroll 4
           for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
             for (int g = 0; g < 4; g += 2) {
               const __m256i p0 =
                   _mm256_maddubs_epi16(codes[g], activation_quad(xq, a.m0 + r, k + 4 * g));
@@ -131,12 +143,15 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         const uint8_t* line = u + static_cast<size_t>(k) * 16;
         prefetch(line);
         __m256i signed_codes[NH], magnitude[NH];
+#pragma GCC unroll 4
         for (int h = 0; h < NH; ++h) {
           signed_codes[h] = _mm256_xor_si256(load32(line + 32 * h), flip);
           magnitude[h] = _mm256_abs_epi8(signed_codes[h]);
         }
+#pragma GCC unroll 4
         for (int r = 0; r < MR; ++r) {
           const __m256i x = activation_quad(xq, a.m0 + r, k);
+#pragma GCC unroll 4
           for (int h = 0; h < NH; ++h) {
             const __m256i signed_x = _mm256_sign_epi8(x, signed_codes[h]);
             dot[r][h] = _mm256_add_epi32(
@@ -145,6 +160,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         }
       }
     }
+#pragma GCC unroll 4
     for (int h = 0; h < NH; ++h) {
       const __m256 scale =
           factored(w.super_scale_panel(panel), w.sub_scale_panel(panel), b, super_step, h0 + h);
@@ -152,6 +168,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
       if constexpr (kMins) {
         min = factored(w.super_min_panel(panel), w.sub_min_panel(panel), b, super_step, h0 + h);
       }
+#pragma GCC unroll 4
       for (int r = 0; r < MR; ++r) {
         const size_t i = xf.at(a.m0 + r, b);
         // The 8-bit path's dot is over c - 128: its correction is (code_offset - 128) * xsum.
@@ -167,9 +184,11 @@ void half_panels(const TileArgs& a, int panel, int h0) {
       }
     }
   }
+#pragma GCC unroll 4
   for (int h = 0; h < NH; ++h) {
     const int n0 = panel * PackedMatrix::kPanel + 8 * (h0 + h);
     const int valid = std::clamp(a.n_end - n0, 0, 8);
+#pragma GCC unroll 4
     for (int r = 0; r < MR; ++r) {
       float* y = a.y + static_cast<size_t>(r) * a.ldy + n0;
       if (valid == 8 && !a.bias) {
