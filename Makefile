@@ -59,7 +59,7 @@ test-sanitize: deps test-deps
 	cmake --build $(SAN_BUILD)
 	ctest --test-dir $(SAN_BUILD) --output-on-failure --timeout 900 --label-exclude webui
 
-# The soak test alone, for SOAK_SECONDS (make test runs it for 2 minutes): 256 clients, a mixed
+# The soak test alone, for SOAK_SECONDS (make test runs it for 1 minute): 256 clients, a mixed
 # workload, and the server checked for lost requests, memory growth and busy threads after.
 soak: build test-deps
 	PAGEDLLM_SOAK_SECONDS=$(SOAK_SECONDS) ./$(BUILD)/tests/pagedllm_tests --gtest_filter='Soak.*'

@@ -3,7 +3,7 @@
 // oversize prompts, more requests than the waiting queue holds), then the server must have
 // answered every request properly, kept its memory, and gone back to idle.
 //
-// Duration: $PAGEDLLM_SOAK_SECONDS (default 120; `make soak SOAK_SECONDS=1800` for a long run).
+// Duration: $PAGEDLLM_SOAK_SECONDS (default 60; `make soak SOAK_SECONDS=1800` for a long run).
 #include <sys/types.h>
 
 #include <atomic>
@@ -29,7 +29,7 @@ constexpr bool kSanitized = false;
 
 int soak_seconds() {
   const char* env = std::getenv("PAGEDLLM_SOAK_SECONDS");
-  return env ? std::max(10, std::atoi(env)) : kSanitized ? 30 : 120;
+  return env ? std::max(10, std::atoi(env)) : kSanitized ? 30 : 60;
 }
 
 // CPU time (user + system ticks) of every thread of a process.
