@@ -53,6 +53,8 @@ inline __m256 factored(const uint16_t* super, const Factor* sub, int b, int supe
 }
 
 // MR rows by NH half panels from half h0 of `panel` (outputs [8 h0, 8 (h0 + NH))) over all of K.
+// Every loop over rows and halves is unrolled by pragma: without that g++ kept dot and total on
+// the stack, a store and a reload per vpaddd (BM_GemmQuantized Q8_0 M=512: 136 -> 186 GOP/s).
 template <int MR, int NH, bool kMins, int kBits>
 void half_panels(const TileArgs& a, int panel, int h0) {
   const PackedMatrix& w = *a.w;
