@@ -60,7 +60,9 @@ export async function stopServer(server) {
   if (!server || server.child.exitCode !== null || server.child.signalCode !== null) return;
   const exited = new Promise((r) => server.child.once("exit", r));
   server.child.kill("SIGTERM");
-  const late = new Promise((r) => setTimeout(r, 10000));
+  // The timer is unref'd: once the server has exited, a pending 10 s timer must not keep node
+  // (and so each ctest run) alive until it fires.
+  const late = new Promise((r) => setTimeout(r, 10000).unref());
   if ((await Promise.race([exited.then(() => "exited"), late])) !== "exited") server.child.kill("SIGKILL");
 }
 
