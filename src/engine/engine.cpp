@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -33,6 +34,14 @@
 namespace pagedllm {
 
 namespace {
+
+// PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN set to 1 or true, as vLLM reads VLLM_ALLOW_LONG_MAX_MODEL_LEN.
+bool allow_long_max_model_len() {
+  const char* env = std::getenv("PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN");
+  if (!env) return false;
+  const std::string v = env;
+  return v == "1" || v == "true" || v == "True";
+}
 
 // Physical cores: distinct (package, core) pairs, falling back to the logical count.
 int physical_cores() {
@@ -140,8 +149,16 @@ struct Engine::Impl {
     auto& s = config.scheduler;
     s.max_model_len = o.max_model_len > 0 ? o.max_model_len : mc.max_seq_len;
     if (s.max_model_len > mc.max_seq_len) {
-      throw ConfigError("max_model_len " + std::to_string(s.max_model_len) +
-                        " exceeds the model's context length " + std::to_string(mc.max_seq_len));
+      const std::string what = "max_model_len " + std::to_string(s.max_model_len) +
+                               " exceeds the model's context length " +
+                               std::to_string(mc.max_seq_len);
+      // vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN: the user takes the risk of positions the model
+      // was not trained on (benchmarks at depth on small presets, RoPE-scaled fine-tunes).
+      if (!allow_long_max_model_len()) {
+        throw ConfigError(what + " (PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN=1 allows it)");
+      }
+      log_warning("engine", what + ": allowed by PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN; outputs past " +
+                                std::to_string(mc.max_seq_len) + " tokens may be wrong");
     }
     s.max_num_seqs = o.max_num_seqs;
     s.max_num_batched_tokens = o.max_num_batched_tokens;

@@ -136,6 +136,25 @@ TEST(GenerateCli, BadInputExitsNonZeroWithOneLine) {
   EXPECT_EQ(std::count(last_line.begin(), last_line.end(), '\n'), 1);
 }
 
+// A max_model_len past the model's context is refused, as vLLM refuses it, unless
+// PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (vLLM's VLLM_ALLOW_LONG_MAX_MODEL_LEN) says to go on.
+TEST(GenerateCli, MaxModelLenPastTheContextNeedsTheAllowLongOverride) {
+  const std::string args =
+      "generate --model " + test::model_path("stories260K/stories260K.gguf") +
+      " --max-model-len 2100 --prompt-ids 1 --temperature 0 --max-tokens 2060" +
+      " --ignore-eos --json";
+  auto r = run_cli(args);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("max_model_len 2100 exceeds the model's context length 2048 "
+                       "(PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN=1 allows it)"),
+            std::string::npos)
+      << r.err;
+  r = run_cli(args, "PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN=1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("allowed by PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN"), std::string::npos);
+  EXPECT_EQ(json_lines(r.out)[0]["token_ids"].size(), 2060u);  // past the 2048-token context
+}
+
 // Flags that do not parse exit 2, as command-line tools do (CLI11's own codes are 100 and up),
 // with a line that names the flag; --help still exits 0.
 TEST(GenerateCli, ABadFlagOrValueExitsTwo) {
