@@ -45,9 +45,10 @@ BenchImages make_bench_images(Engine& engine, const BenchImageOptions& o,
   for (auto& prompt : prompts) {
     // Random text must not contain the image marker tokens themselves; any other id will do.
     constexpr int32_t kPlainToken = 3;
-    for (int32_t& t : prompt)
-      if (std::find(placeholder.begin(), placeholder.end(), t) != placeholder.end())
-        t = kPlainToken;
+    const auto is_placeholder = [&](int32_t t) {
+      return std::find(placeholder.begin(), placeholder.end(), t) != placeholder.end();
+    };
+    std::replace_if(prompt.begin(), prompt.end(), is_placeholder, kPlainToken);
     auto& images = out.per_prompt.emplace_back();
     for (int i = 0; i < per_prompt; ++i) {
       for (uint8_t& v : rgb) v = static_cast<uint8_t>(byte(rng));

@@ -114,19 +114,24 @@ void f32_rows(const TileArgs& a, int p, int m, int count) {
   rows<MR, kHalves, PanelStorage::kF32>(a, p, 0, m);
 }
 
+// The first of `rows` rows that group g of `groups` takes, the rows split evenly.
+int group_begin(int rows, int groups, int g) {
+  return g * (rows / groups) + std::min(g, rows % groups);
+}
+
 void dispatch_f32(const TileArgs& a) {
   const int groups = (a.mr + kAvx2F32Rows - 1) / kAvx2F32Rows;
   for (int q = 0; q < a.np; ++q) {
     for (int g = 0; g < groups; ++g) {
-      const int m = g * (a.mr / groups) + std::min(g, a.mr % groups);
-      const int next = (g + 1) * (a.mr / groups) + std::min(g + 1, a.mr % groups);
-      f32_rows<kAvx2F32Rows>(a, a.p + q, m, next - m);
+      const int m = group_begin(a.mr, groups, g);
+      f32_rows<kAvx2F32Rows>(a, a.p + q, m, group_begin(a.mr, groups, g + 1) - m);
     }
   }
 }
 
 // bf16: each half panel in row groups of up to kBf16Rows: 2 chains x 4 rows of accumulators,
 // and the weights' odd and even halves, stay in registers.
+// Up to kBf16PanelRows rows (decode) take whole panels per pass instead.
 constexpr int kBf16Rows = 4;
 constexpr int kBf16PanelRows = 2;
 
@@ -154,9 +159,8 @@ void dispatch_bf16(const TileArgs& a) {
   for (int q = 0; q < a.np; ++q) {
     for (int h = 0; h < kHalves; ++h) {
       for (int g = 0; g < groups; ++g) {
-        const int m = g * (a.mr / groups) + std::min(g, a.mr % groups);
-        const int next = (g + 1) * (a.mr / groups) + std::min(g + 1, a.mr % groups);
-        bf16_rows<kBf16Rows>(a, a.p + q, h, m, next - m);
+        const int m = group_begin(a.mr, groups, g);
+        bf16_rows<kBf16Rows>(a, a.p + q, h, m, group_begin(a.mr, groups, g + 1) - m);
       }
     }
   }
