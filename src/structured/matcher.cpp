@@ -162,6 +162,21 @@ bool Stepper::step_bytes(const StackSet& in, std::string_view bytes, StackSet& o
   return true;
 }
 
+uint32_t StepMemo::intern(const StackSet& set) {
+  auto [it, added] = index_.try_emplace(TokenGrammar::key_of(set), static_cast<uint32_t>(size()));
+  if (added) {
+    sets_.push_back(set);
+    table_.resize(sets_.size() * 256, kUnknown);
+  }
+  return it->second;
+}
+
+void StepMemo::clear() {
+  sets_.clear();
+  index_.clear();
+  table_.clear();
+}
+
 TokenGrammar::TokenGrammar(std::shared_ptr<const CompiledGrammar> grammar,
                            std::shared_ptr<const TokenVocabulary> vocab)
     : grammar_(std::move(grammar)), vocab_(std::move(vocab)) {}
@@ -189,6 +204,20 @@ void TokenGrammar::cache_mask(const StackSet& state, const uint32_t* words) cons
   if (masks_.emplace(key_of(state), std::vector<uint32_t>(words, words + n)).second) {
     cached_bytes_ += n * sizeof(uint32_t);
   }
+}
+
+std::unique_ptr<StepMemo> TokenGrammar::borrow_memo() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (memos_.empty()) return std::make_unique<StepMemo>();
+  std::unique_ptr<StepMemo> memo = std::move(memos_.back());
+  memos_.pop_back();
+  return memo;
+}
+
+void TokenGrammar::give_back(std::unique_ptr<StepMemo> memo) const {
+  if (memo->size() > StepMemo::kMaxSets) memo->clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  memos_.push_back(std::move(memo));
 }
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const TokenGrammar> grammar)
@@ -266,30 +295,41 @@ void GrammarMatcher::compute_mask(const StackSet& state, uint32_t* words) {
     }
     chars_left = std::max<int>(chars_left, left);
   }
+  std::unique_ptr<StepMemo> memo = grammar_->borrow_memo();
   if (chars_left == 0) {
-    walk_trie(vocab.full_trie(), state, words);
-    return;
+    walk_trie(vocab.full_trie(), state, *memo, words);
+  } else {
+    const std::vector<uint32_t>& plain =
+        vocab.plain_mask(std::min(chars_left, TokenVocabulary::kMaxPlainChars));
+    for (size_t w = 0; w < plain.size(); ++w) words[w] |= plain[w];
+    walk_trie(vocab.rest_trie(), state, *memo, words);
   }
-  const std::vector<uint32_t>& plain =
-      vocab.plain_mask(std::min(chars_left, TokenVocabulary::kMaxPlainChars));
-  for (size_t w = 0; w < plain.size(); ++w) words[w] |= plain[w];
-  walk_trie(vocab.rest_trie(), state, words);
+  grammar_->give_back(std::move(memo));
 }
 
 void GrammarMatcher::walk_trie(const std::vector<TrieNode>& trie, const StackSet& root,
-                               uint32_t* words) {
+                               StepMemo& memo, uint32_t* words) {
   const TokenVocabulary& vocab = grammar_->vocab();
-  if (levels_.size() < vocab.max_token_bytes() + 1) levels_.resize(vocab.max_token_bytes() + 1);
-  levels_[0].data = root.data;
+  levels_.resize(vocab.max_token_bytes() + 1);
+  levels_[0] = memo.intern(root);
   const std::vector<int32_t>& tokens = vocab.trie_tokens();
   for (size_t i = 0; i < trie.size();) {
     const TrieNode& node = trie[i];
-    const StackSet& parent = levels_[node.depth - 1];
-    if (!stepper_.step(parent.data.data(), parent.data.size(), node.byte, levels_[node.depth])) {
+    const uint32_t parent = levels_[node.depth - 1];
+    uint32_t next = memo.next(parent, node.byte);
+    if (next == StepMemo::kUnknown) {
+      const StackSet& from = memo.set(parent);
+      next = stepper_.step(from.data.data(), from.data.size(), node.byte, scratch_)
+                 ? memo.intern(scratch_)
+                 : StepMemo::kDead;
+      memo.set_next(parent, node.byte, next);
+    }
+    if (next == StepMemo::kDead) {
       i = node.skip;
       continue;
     }
     for (uint32_t k = 0; k < node.tokens_count; ++k) set_bit(words, tokens[node.tokens_begin + k]);
+    levels_[node.depth] = next;
     ++i;
   }
 }

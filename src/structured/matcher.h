@@ -62,6 +62,30 @@ class Stepper {
   StackIndex out_index_, visited_index_;
 };
 
+// Stack sets by content, with their byte transitions filled in as trie walks meet them. A
+// mask walks one trie node per token prefix (274k nodes for Llama 3's 128k tokens), and most
+// nodes lead from a set already seen by a byte already tried: those cost one table lookup
+// instead of a step.
+class StepMemo {
+ public:
+  static constexpr uint32_t kUnknown = UINT32_MAX;   // not stepped yet
+  static constexpr uint32_t kDead = UINT32_MAX - 1;  // no stack survives the byte
+  // Past this many sets (1 KiB of table each) the memo starts afresh.
+  static constexpr size_t kMaxSets = 16384;
+
+  uint32_t intern(const StackSet& set);
+  const StackSet& set(uint32_t id) const { return sets_[id]; }
+  uint32_t next(uint32_t id, uint8_t byte) const { return table_[size_t{id} * 256 + byte]; }
+  void set_next(uint32_t id, uint8_t byte, uint32_t to) { table_[size_t{id} * 256 + byte] = to; }
+  size_t size() const { return sets_.size(); }
+  void clear();
+
+ private:
+  std::vector<StackSet> sets_;
+  std::unordered_map<std::string, uint32_t> index_;
+  std::vector<uint32_t> table_;  // [set][byte]: the set after the byte, kUnknown or kDead
+};
+
 // A compiled grammar bound to a vocabulary, with the masks computed so far (cached by parser
 // state, shared by every matcher made from it; thread-safe).
 class TokenGrammar {
@@ -76,14 +100,20 @@ class TokenGrammar {
 
   static constexpr size_t kMaxCachedBytes = 64u << 20;
 
- private:
+  // A step memo for one mask computation at a time: lent out, then given back, so that the
+  // transitions found by one matcher serve the next (requests sharing a schema, later steps).
+  std::unique_ptr<StepMemo> borrow_memo() const;
+  void give_back(std::unique_ptr<StepMemo> memo) const;
+
   static std::string key_of(const StackSet& state);
 
+ private:
   std::shared_ptr<const CompiledGrammar> grammar_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   mutable std::mutex mutex_;
   mutable std::unordered_map<std::string, std::vector<uint32_t>> masks_;
   mutable size_t cached_bytes_ = 0;
+  mutable std::vector<std::unique_ptr<StepMemo>> memos_;
 };
 
 // One request's position in the grammar. Cheap to make; not thread-safe (one per request).
@@ -111,13 +141,15 @@ class GrammarMatcher {
 
  private:
   void compute_mask(const StackSet& state, uint32_t* words);
-  void walk_trie(const std::vector<TrieNode>& trie, const StackSet& root, uint32_t* words);
+  void walk_trie(const std::vector<TrieNode>& trie, const StackSet& root, StepMemo& memo,
+                 uint32_t* words);
 
   std::shared_ptr<const TokenGrammar> grammar_;
   Stepper stepper_;
   std::vector<StackSet> history_;    // [0]: the start; one more per accepted token
   std::vector<uint8_t> terminated_;  // parallel to history_
-  std::vector<StackSet> levels_;     // the trie walk's state at each depth
+  std::vector<uint32_t> levels_;     // the trie walk's set (a memo id) at each depth
+  StackSet scratch_;
 };
 
 }  // namespace pagedllm::structured
