@@ -22,6 +22,18 @@ void set_bit(uint32_t* words, int32_t id) {
   words[static_cast<uint32_t>(id) / 32] |= 1u << (static_cast<uint32_t>(id) % 32);
 }
 
+// When every stack stands in a JSON string body: the most characters any may still take
+// (kUnboundedChars: no limit); else 0.
+int json_body_chars(const CompiledGrammar& g, const StackSet& set) {
+  int chars = 0;
+  for (size_t p = 0; p < set.data.size(); p += set.data[p] + 1) {
+    const uint16_t left = g.states[set.data[p + set.data[p]]].json_chars_left;
+    if (left == 0) return 0;
+    chars = std::max<int>(chars, left);
+  }
+  return chars;
+}
+
 }  // namespace
 
 void StackIndex::clear() {
@@ -171,6 +183,15 @@ uint32_t StepMemo::intern(const StackSet& set) {
   return it->second;
 }
 
+uint32_t StepMemo::advance(Stepper& stepper, uint32_t from, uint8_t byte, StackSet& scratch) {
+  uint32_t to = next(from, byte);
+  if (to != kUnknown) return to;
+  const StackSet& in = sets_[from];
+  to = stepper.step(in.data.data(), in.data.size(), byte, scratch) ? intern(scratch) : kDead;
+  set_next(from, byte, to);
+  return to;
+}
+
 void StepMemo::clear() {
   sets_.clear();
   index_.clear();
@@ -286,50 +307,64 @@ void GrammarMatcher::compute_mask(const StackSet& state, uint32_t* words) {
   }
   if (state.data.empty()) return;
   // Inside JSON string bodies only: the plain tokens in one step, the rest through the trie.
-  int chars_left = 0;
-  for (size_t p = 0; p < state.data.size(); p += state.data[p] + 1) {
-    const uint16_t left = g.states[state.data[p + state.data[p]]].json_chars_left;
-    if (left == 0) {
-      chars_left = 0;
-      break;
-    }
-    chars_left = std::max<int>(chars_left, left);
-  }
+  const int chars_left = json_body_chars(g, state);
   std::unique_ptr<StepMemo> memo = grammar_->borrow_memo();
   if (chars_left == 0) {
-    walk_trie(vocab.full_trie(), state, *memo, words);
+    walk_trie(vocab.full_trie(), false, state, *memo, words);
   } else {
     const std::vector<uint32_t>& plain =
         vocab.plain_mask(std::min(chars_left, TokenVocabulary::kMaxPlainChars));
     for (size_t w = 0; w < plain.size(); ++w) words[w] |= plain[w];
-    walk_trie(vocab.rest_trie(), state, *memo, words);
+    walk_trie(vocab.rest_trie(), true, state, *memo, words);
   }
   grammar_->give_back(std::move(memo));
 }
 
-void GrammarMatcher::walk_trie(const std::vector<TrieNode>& trie, const StackSet& root,
-                               StepMemo& memo, uint32_t* words) {
-  const TokenVocabulary& vocab = grammar_->vocab();
-  levels_.resize(vocab.max_token_bytes() + 1);
-  levels_[0] = memo.intern(root);
-  const std::vector<int32_t>& tokens = vocab.trie_tokens();
-  for (size_t i = 0; i < trie.size();) {
-    const TrieNode& node = trie[i];
-    const uint32_t parent = levels_[node.depth - 1];
-    uint32_t next = memo.next(parent, node.byte);
-    if (next == StepMemo::kUnknown) {
-      const StackSet& from = memo.set(parent);
-      next = stepper_.step(from.data.data(), from.data.size(), node.byte, scratch_)
-                 ? memo.intern(scratch_)
-                 : StepMemo::kDead;
-      memo.set_next(parent, node.byte, next);
-    }
-    if (next == StepMemo::kDead) {
-      i = node.skip;
+// One subtree per first byte. Where the first byte enters a JSON string body (a property name
+// that may be any string, after the declared names' first bytes), the subtree's plain tokens
+// are taken at once and only the others walked.
+void GrammarMatcher::walk_trie(const std::vector<TrieNode>& trie, bool rest_trie,
+                               const StackSet& root, StepMemo& memo, uint32_t* words) {
+  const uint32_t from = memo.intern(root);
+  for (uint32_t first = 0; first < trie.size(); first = trie[first].skip) {
+    const uint32_t set = memo.advance(stepper_, from, trie[first].byte, scratch_);
+    if (set == StepMemo::kDead) continue;
+    const uint8_t byte = trie[first].byte;
+    const int body = rest_trie ? 0 : json_body_chars(grammar_->grammar(), memo.set(set));
+    if (body > 0) {
+      // The first byte opened (or continued) a string body: its plain tokens at once.
+      const TokenVocabulary& vocab = grammar_->vocab();
+      const std::vector<int32_t>& plain = vocab.plain_by_first(byte);
+      const size_t count = vocab.plain_by_first_count(byte, std::min(body, 0xFFFE) + 1);
+      for (size_t k = 0; k < count; ++k) set_bit(words, plain[k]);
+      const uint32_t rest = vocab.rest_root_child(byte);
+      if (rest != TokenVocabulary::kNoNode) {
+        walk_subtree(vocab.rest_trie(), rest, set, memo, words);
+      }
       continue;
     }
+    walk_subtree(trie, first, set, memo, words);
+  }
+}
+
+void GrammarMatcher::walk_subtree(const std::vector<TrieNode>& trie, uint32_t first, uint32_t set,
+                                  StepMemo& memo, uint32_t* words) {
+  const TokenVocabulary& vocab = grammar_->vocab();
+  const std::vector<int32_t>& tokens = vocab.trie_tokens();
+  levels_.resize(vocab.max_token_bytes() + 1);
+  levels_[1] = set;
+  const uint32_t end = trie[first].skip;
+  for (uint32_t i = first; i < end;) {
+    const TrieNode& node = trie[i];
+    if (i != first) {
+      const uint32_t next = memo.advance(stepper_, levels_[node.depth - 1], node.byte, scratch_);
+      if (next == StepMemo::kDead) {
+        i = node.skip;
+        continue;
+      }
+      levels_[node.depth] = next;
+    }
     for (uint32_t k = 0; k < node.tokens_count; ++k) set_bit(words, tokens[node.tokens_begin + k]);
-    levels_[node.depth] = next;
     ++i;
   }
 }

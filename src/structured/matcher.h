@@ -77,6 +77,8 @@ class StepMemo {
   const StackSet& set(uint32_t id) const { return sets_[id]; }
   uint32_t next(uint32_t id, uint8_t byte) const { return table_[size_t{id} * 256 + byte]; }
   void set_next(uint32_t id, uint8_t byte, uint32_t to) { table_[size_t{id} * 256 + byte] = to; }
+  // The set after `from` reads `byte`: from the table, else stepped and recorded.
+  uint32_t advance(Stepper& stepper, uint32_t from, uint8_t byte, StackSet& scratch);
   size_t size() const { return sets_.size(); }
   void clear();
 
@@ -141,8 +143,11 @@ class GrammarMatcher {
 
  private:
   void compute_mask(const StackSet& state, uint32_t* words);
-  void walk_trie(const std::vector<TrieNode>& trie, const StackSet& root, StepMemo& memo,
-                 uint32_t* words);
+  void walk_trie(const std::vector<TrieNode>& trie, bool rest_trie, const StackSet& root,
+                 StepMemo& memo, uint32_t* words);
+  // Nodes [first, trie[first].skip) from `set`, the set after the first node's byte.
+  void walk_subtree(const std::vector<TrieNode>& trie, uint32_t first, uint32_t set, StepMemo& memo,
+                    uint32_t* words);
 
   std::shared_ptr<const TokenGrammar> grammar_;
   Stepper stepper_;

@@ -40,6 +40,29 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
   }
   full_ = build_trie(all);
   rest_ = build_trie(rest);
+  index_plain_by_first();
+}
+
+void TokenVocabulary::index_plain_by_first() {
+  std::array<std::vector<std::pair<int, int32_t>>, 256> by_first;  // (chars, id)
+  for (size_t i = 0; i < bytes_.size(); ++i) {
+    if (special_[i] || bytes_[i].empty()) continue;
+    const int chars = plain_string_chars(bytes_[i]);
+    if (chars == 0 || chars > kMaxPlainChars) continue;
+    by_first[static_cast<uint8_t>(bytes_[i][0])].push_back({chars, static_cast<int32_t>(i)});
+  }
+  for (size_t b = 0; b < 256; ++b) {
+    std::sort(by_first[b].begin(), by_first[b].end());
+    size_t k = 0;
+    for (int chars = 0; chars <= kMaxPlainChars; ++chars) {
+      while (k < by_first[b].size() && by_first[b][k].first <= chars) {
+        by_first_[b].push_back(by_first[b][k++].second);
+      }
+      by_first_count_[b][static_cast<size_t>(chars)] = k;
+    }
+  }
+  rest_root_child_.fill(kNoNode);
+  for (uint32_t n = 0; n < rest_.size(); n = rest_[n].skip) rest_root_child_[rest_[n].byte] = n;
 }
 
 bool TokenVocabulary::is_stop(int32_t id) const {

@@ -3,6 +3,8 @@
 // the grammar can end), with the byte tries the masks are computed over.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,9 +61,20 @@ class TokenVocabulary {
   const std::vector<uint32_t>& plain_mask(int chars) const {
     return plain_[static_cast<size_t>(chars)];
   }
+  // The plain tokens (as plain_mask) that start with `byte`, fewest characters first, and how
+  // many of them have at most `chars` characters: a trie walk that enters a JSON string body
+  // by its first byte takes them in one step.
+  const std::vector<int32_t>& plain_by_first(uint8_t byte) const { return by_first_[byte]; }
+  size_t plain_by_first_count(uint8_t byte, int chars) const {
+    return by_first_count_[byte][static_cast<size_t>(std::min(chars, kMaxPlainChars))];
+  }
+  // The rest_trie node for the one-byte prefix `byte`, or kNoNode.
+  static constexpr uint32_t kNoNode = UINT32_MAX;
+  uint32_t rest_root_child(uint8_t byte) const { return rest_root_child_[byte]; }
 
  private:
   std::vector<TrieNode> build_trie(const std::vector<int32_t>& ids);
+  void index_plain_by_first();
 
   std::vector<std::string> bytes_;
   std::vector<uint8_t> special_;
@@ -69,6 +82,9 @@ class TokenVocabulary {
   std::vector<TrieNode> full_, rest_;
   std::vector<int32_t> trie_tokens_;
   std::vector<std::vector<uint32_t>> plain_;  // [0..kMaxPlainChars]
+  std::array<std::vector<int32_t>, 256> by_first_;
+  std::array<std::array<size_t, kMaxPlainChars + 1>, 256> by_first_count_{};
+  std::array<uint32_t, 256> rest_root_child_{};
   size_t max_bytes_ = 0;
 };
 

@@ -48,10 +48,11 @@ std::shared_ptr<const TokenVocabulary> sentencepiece_vocab() {
 
 // Walks `text`'s tokens, checking at every step that the mask equals the brute-force one and
 // allows the next token; then that the end is allowed exactly where the grammar ends.
-void expect_masks_match_brute_force(const std::shared_ptr<const CompiledGrammar>& g,
-                                    const std::shared_ptr<const TokenVocabulary>& vocab,
+// (The TokenGrammar's step memo and mask cache carry over between calls that share it.)
+void expect_masks_match_brute_force(const std::shared_ptr<const TokenGrammar>& tg,
                                     const std::vector<int32_t>& tokens) {
-  auto tg = std::make_shared<const TokenGrammar>(g, vocab);
+  const std::shared_ptr<const CompiledGrammar> g(tg, &tg->grammar());
+  const std::shared_ptr<const TokenVocabulary> vocab(tg, &tg->vocab());
   GrammarMatcher matcher(tg);
   Stepper stepper(*g);
   StackSet state = stepper.initial();
@@ -70,6 +71,12 @@ void expect_masks_match_brute_force(const std::shared_ptr<const CompiledGrammar>
   }
   EXPECT_TRUE(matcher.can_end());
   EXPECT_TRUE(bit(mask, vocab->stop_tokens()[0]));
+}
+
+void expect_masks_match_brute_force(const std::shared_ptr<const CompiledGrammar>& g,
+                                    const std::shared_ptr<const TokenVocabulary>& vocab,
+                                    const std::vector<int32_t>& tokens) {
+  expect_masks_match_brute_force(std::make_shared<const TokenGrammar>(g, vocab), tokens);
 }
 
 const char* kSchema = R"({"type": "object", "properties": {
@@ -96,6 +103,25 @@ TEST(GrammarMatcher, MaskEqualsBruteForceOnSentencePieceWithByteFallback) {
   for (int32_t t : tokens) byte_token = byte_token || tokenizer->piece(t).rfind("<0x", 0) == 0;
   EXPECT_TRUE(byte_token);
   expect_masks_match_brute_force(schema(kSchema), sentencepiece_vocab(), tokens);
+}
+
+// Property names that may be any string besides the declared ones, and a value that is a short
+// string or a longer literal: masks whose first byte opens a string body (bounded or not) take
+// that body's plain tokens at once. Two instances share one TokenGrammar, so the second one's
+// masks come from transitions the first one memoized.
+TEST(GrammarMatcher, MaskEqualsBruteForceWhereTheFirstByteOpensAStringBody) {
+  auto tokenizer = load_tokenizer_file(pagedllm::test::shared_dir() +
+                                       "/vectors/tokenizer/ggml-vocab-gpt-2.gguf");
+  const auto tg = std::make_shared<const TokenGrammar>(
+      schema(R"({"type": "object", "properties": {"code": {"anyOf": [
+          {"type": "string", "maxLength": 2}, {"enum": ["abcdef"]}]},
+          "count": {"type": "integer"}}})"),
+      byte_level_vocab());
+  for (const char* instance : {R"({"code": "xy", "counter": "any text at all", "c": 1})",
+                               R"({"code": "abcdef", "count": 3, "cod": "z"})"}) {
+    SCOPED_TRACE(instance);
+    expect_masks_match_brute_force(tg, tokenizer->encode(instance, false, false));
+  }
 }
 
 TEST(GrammarMatcher, MaskEqualsBruteForceForRegexAndGbnf) {
