@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <unordered_map>
 
 namespace pagedllm::structured {
 
@@ -103,8 +104,36 @@ class NfaBuilder {
     nodes_[from].bytes.push_back({lo, hi, to});
   }
 
-  // Adds the automaton of `expr` starting at `from`; returns its end node.
+  // Adds the automaton of `expr` starting at `from`; returns its end node. An expression met
+  // again whose automaton was large becomes a rule of its own, called from each later place
+  // (a schema's "any other property name" tail, repeated at every node of the names' trie).
   uint32_t build(int32_t expr, uint32_t from) {
+    const ExprKind kind = g_.expr(expr).kind;
+    if (kind != ExprKind::kSeq && kind != ExprKind::kAlt && kind != ExprKind::kRepeat) {
+      return build_inline(expr, from);  // leaves stay inline: a string body keeps its fast path
+    }
+    auto [it, first] = built_.try_emplace(expr, BuiltExpr{});
+    if (!first && it->second.nodes > kShareAbove) {
+      if (it->second.rule == UINT32_MAX) {
+        it->second.rule = static_cast<uint32_t>(g_.rules().size() + implicit_rules_.size());
+        implicit_rules_.push_back(expr);
+      }
+      const uint32_t to = node();
+      nodes_[from].calls.push_back({it->second.rule, to});
+      return to;
+    }
+    const size_t before = nodes_.size();
+    const uint32_t end = build_inline(expr, from);
+    built_[expr].nodes = nodes_.size() - before;
+    return end;
+  }
+
+  // Rules added for shared expressions, in order: rule g.rules().size() + i has body [i].
+  const std::vector<int32_t>& implicit_rules() const { return implicit_rules_; }
+  std::vector<NfaNode>& nodes() { return nodes_; }
+
+  // The automaton of `expr` at `from`, never as a call (a rule's own body).
+  uint32_t build_inline(int32_t expr, uint32_t from) {
     const Expr& e = g_.expr(expr);
     switch (e.kind) {
       case ExprKind::kEmpty:
@@ -124,12 +153,10 @@ class NfaBuilder {
         return at;
       }
       case ExprKind::kAlt: {
+        // Every kid starts at `from` itself: no construct here adds a move into its own start
+        // (loops go through nodes of their own), so one kid cannot run into another.
         const uint32_t to = node();
-        for (int32_t kid : e.kids) {
-          const uint32_t start = node();
-          eps(from, start);
-          eps(build(kid, start), to);
-        }
+        for (int32_t kid : e.kids) eps(build(kid, from), to);
         return to;
       }
       case ExprKind::kRepeat:
@@ -148,27 +175,27 @@ class NfaBuilder {
     return from;
   }
 
-  std::vector<NfaNode>& nodes() { return nodes_; }
-
  private:
+  // Sequences that end alike share their ends: after a lead byte, "two continuation bytes
+  // to go" is one node whichever lead it was (7 inner nodes for all of Unicode, not 18), which
+  // matters for strings whose length bounds repeat the character automaton hundreds of times.
   uint32_t build_chars(const CodePointSet& set, uint32_t from) {
     std::vector<ByteSeq> seqs;
     for (const CodePointRange& r : set.ranges()) utf8_sequences(r.lo, r.hi, seqs);
     const uint32_t to = node();
-    std::map<std::array<uint32_t, 3>, uint32_t> shared;  // (node, lo, hi) -> next node
+    std::map<ByteSeq, uint32_t> suffixes;  // the bytes still to read -> the node reading them
+    const auto node_for = [&](auto& self, const ByteSeq& suffix) -> uint32_t {
+      if (suffix.empty()) return to;
+      auto it = suffixes.find(suffix);
+      if (it != suffixes.end()) return it->second;
+      const uint32_t next = self(self, ByteSeq(suffix.begin() + 1, suffix.end()));
+      const uint32_t at = node();
+      byte(at, suffix[0].first, suffix[0].second, next);
+      return suffixes.emplace(suffix, at).first->second;
+    };
     for (const ByteSeq& seq : seqs) {
-      uint32_t at = from;
-      for (size_t k = 0; k + 1 < seq.size(); ++k) {
-        const std::array<uint32_t, 3> key = {at, seq[k].first, seq[k].second};
-        auto it = shared.find(key);
-        if (it == shared.end()) {
-          const uint32_t next = node();
-          byte(at, seq[k].first, seq[k].second, next);
-          it = shared.emplace(key, next).first;
-        }
-        at = it->second;
-      }
-      byte(at, seq.back().first, seq.back().second, to);
+      byte(from, seq[0].first, seq[0].second,
+           node_for(node_for, ByteSeq(seq.begin() + 1, seq.end())));
     }
     return to;
   }
@@ -236,6 +263,13 @@ class NfaBuilder {
   const CompileLimits& limits_;
   std::chrono::steady_clock::time_point started_;
   std::vector<NfaNode> nodes_;
+  static constexpr size_t kShareAbove = 8;  // nodes
+  struct BuiltExpr {
+    size_t nodes = 0;
+    uint32_t rule = UINT32_MAX;
+  };
+  std::unordered_map<int32_t, BuiltExpr> built_;
+  std::vector<int32_t> implicit_rules_;
 };
 
 struct Nfa {
@@ -251,6 +285,12 @@ Nfa build_nfa(const Grammar& g, const CompileLimits& limits) {
     const uint32_t start = b.node();
     nfa.rule_start.push_back(start);
     nfa.rule_end.push_back(b.build(r.body, start));
+  }
+  // Building a shared expression's rule may share more (the list grows while it is read).
+  for (size_t i = 0; i < b.implicit_rules().size(); ++i) {
+    const uint32_t start = b.node();
+    nfa.rule_start.push_back(start);
+    nfa.rule_end.push_back(b.build_inline(b.implicit_rules()[i], start));
   }
   nfa.nodes = std::move(b.nodes());
   return nfa;
@@ -282,23 +322,24 @@ class EpsilonRemover {
 
   void closure(uint32_t node, std::vector<uint32_t>& out) {
     ++stamp_;
-    std::vector<uint32_t> todo = {node};
+    todo_.assign(1, node);
     seen_[node] = stamp_;
-    while (!todo.empty()) {
-      const uint32_t n = todo.back();
-      todo.pop_back();
+    while (!todo_.empty()) {
+      const uint32_t n = todo_.back();
+      todo_.pop_back();
       out.push_back(n);
       for (uint32_t next : nfa_.nodes[n].eps) {
         if (seen_[next] != stamp_) {
           seen_[next] = stamp_;
-          todo.push_back(next);
+          todo_.push_back(next);
         }
       }
     }
   }
 
   void fill(uint32_t state) {
-    std::vector<uint32_t> members;
+    std::vector<uint32_t>& members = members_;
+    members.clear();
     closure(order_[state], members);
     State s;
     s.edges_begin = static_cast<uint32_t>(out_.edges.size());
@@ -331,28 +372,32 @@ class EpsilonRemover {
 
   const Nfa& nfa_;
   CompiledGrammar& out_;
-  std::vector<uint32_t> index_, order_, seen_;
+  std::vector<uint32_t> index_, order_, seen_, todo_, members_;
   std::vector<uint8_t> is_end_;
   uint32_t stamp_ = 0;
 };
 
 // Rules that can match "" (a fixpoint over calls to rules already known to).
+// (One visit stamp per state for all the searches: a fresh "seen" vector per rule would cost
+// rules x states to clear, most of the compile time of a schema with thousands of rules.)
 std::vector<uint8_t> nullable_rules(const CompiledGrammar& g) {
   std::vector<uint8_t> nullable(g.rule_start.size(), 0);
+  std::vector<uint32_t> seen(g.states.size(), 0), todo;
+  uint32_t stamp = 0;
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t r = 0; r < nullable.size(); ++r) {
       if (nullable[r]) continue;
-      std::vector<uint32_t> todo = {g.rule_start[r]};
-      std::vector<uint8_t> seen(g.states.size(), 0);
+      todo.assign(1, g.rule_start[r]);
+      ++stamp;
       while (!todo.empty() && !nullable[r]) {
         const State& s = g.states[todo.back()];
         todo.pop_back();
         if (s.final) nullable[r] = 1;
         for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
           const CallEdge& e = g.calls[c];
-          if (nullable[e.rule] && !seen[e.return_state]) {
-            seen[e.return_state] = 1;
+          if (nullable[e.rule] && seen[e.return_state] != stamp) {
+            seen[e.return_state] = stamp;
             todo.push_back(e.return_state);
           }
         }
@@ -369,18 +414,19 @@ void refuse_left_recursion(const CompiledGrammar& g) {
   const std::vector<uint8_t> nullable = nullable_rules(g);
   const size_t n = g.rule_start.size();
   std::vector<std::vector<uint32_t>> left_calls(n);
+  std::vector<uint32_t> seen(g.states.size(), 0), todo;
   for (size_t r = 0; r < n; ++r) {
-    std::vector<uint32_t> todo = {g.rule_start[r]};
-    std::vector<uint8_t> seen(g.states.size(), 0);
-    seen[g.rule_start[r]] = 1;
+    const auto stamp = static_cast<uint32_t>(r + 1);
+    todo.assign(1, g.rule_start[r]);
+    seen[g.rule_start[r]] = stamp;
     while (!todo.empty()) {
       const State& s = g.states[todo.back()];
       todo.pop_back();
       for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
         const CallEdge& e = g.calls[c];
         left_calls[r].push_back(e.rule);
-        if (nullable[e.rule] && !seen[e.return_state]) {
-          seen[e.return_state] = 1;
+        if (nullable[e.rule] && seen[e.return_state] != stamp) {
+          seen[e.return_state] = stamp;
           todo.push_back(e.return_state);
         }
       }
@@ -420,6 +466,9 @@ std::shared_ptr<const CompiledGrammar> compile_grammar(const Grammar& grammar,
   const Nfa nfa = build_nfa(grammar, limits);
   auto out = std::make_shared<CompiledGrammar>();
   for (const Rule& r : grammar.rules()) out->rule_names.push_back(r.name);
+  while (out->rule_names.size() < nfa.rule_start.size()) {
+    out->rule_names.push_back("shared" + std::to_string(out->rule_names.size()));
+  }
   out->start_rule = static_cast<uint32_t>(grammar.start());
   EpsilonRemover(nfa, *out).run();
   refuse_left_recursion(*out);

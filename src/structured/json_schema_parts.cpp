@@ -63,13 +63,37 @@ int32_t hex(Grammar& g) {
   return g.alt({g.byte_range('0', '9'), g.byte_range('a', 'f'), g.byte_range('A', 'F')});
 }
 
+// What leaves the declared names behind, the same at every node of their trie (so the
+// automaton compiler makes each a rule of its own, called from every node): a character
+// outside ASCII, or an escape, then the rest of any name.
+struct KeyTails {
+  int32_t non_ascii;  // a character past U+007F, then free text
+  int32_t escape;     // an escape, then free text
+  int32_t free_tail;  // free text, then the closing quote
+};
+
+KeyTails key_tails(Grammar& g) {
+  KeyTails t;
+  t.free_tail = g.seq({g.json_chars(0, -1), g.literal("\"")});
+  CodePointSet non_ascii;
+  non_ascii.add(0x80, 0x10FFFF);
+  t.non_ascii = g.seq({g.chars(non_ascii), t.free_tail});
+  CodePointSet escaped;
+  for (char c : std::string("\"/\\bfnrt"))
+    escaped.add(static_cast<uint8_t>(c), static_cast<uint8_t>(c));
+  t.escape = g.seq({g.literal("\\"),
+                    g.alt({g.chars(escaped), g.seq({g.literal("u"), g.repeat(hex(g), 4, 4)})}),
+                    t.free_tail});
+  return t;
+}
+
 // Names in [begin, end) share their first `depth` bytes: what may follow that prefix.
 int32_t key_trie(Grammar& g, const std::vector<std::string>& names, size_t begin, size_t end,
-                 size_t depth, int32_t free_tail) {
+                 size_t depth, const KeyTails& tails) {
   std::vector<int32_t> alts;
   bool is_name = false;
-  CodePointSet others;
-  others.add(0x20, 0x10FFFF);
+  CodePointSet others;  // ASCII characters that leave the names here
+  others.add(0x20, 0x7F);
   CodePointSet excluded;
   excluded.add('"', '"');
   excluded.add('\\', '\\');
@@ -84,29 +108,17 @@ int32_t key_trie(Grammar& g, const std::vector<std::string>& names, size_t begin
     while (j < end && names[j].size() > depth && static_cast<uint8_t>(names[j][depth]) == byte) {
       ++j;
     }
-    alts.push_back(
-        g.seq({g.byte_range(byte, byte), key_trie(g, names, i, j, depth + 1, free_tail)}));
+    alts.push_back(g.seq({g.byte_range(byte, byte), key_trie(g, names, i, j, depth + 1, tails)}));
     if (byte < 0x80) excluded.add(byte, byte);
     i = j;
   }
   if (!is_name) alts.push_back(g.literal("\""));
-  // Any other character, or an escape, leaves the names behind.
-  alts.push_back(g.seq({g.chars(others.minus(excluded)), free_tail}));
-  alts.push_back(g.seq({g.literal("\\"),
-                        g.alt({g.chars([] {
-                                 CodePointSet e;
-                                 e.add('"', '"');
-                                 e.add('/', '/');
-                                 e.add('\\', '\\');
-                                 e.add('b', 'b');
-                                 e.add('f', 'f');
-                                 e.add('n', 'n');
-                                 e.add('r', 'r');
-                                 e.add('t', 't');
-                                 return e;
-                               }()),
-                               g.seq({g.literal("u"), g.repeat(hex(g), 4, 4)})}),
-                        free_tail}));
+  // Any other character, or an escape, leaves the names behind. (A name's byte past ASCII is
+  // one of its UTF-8 bytes, not a character: such names are still told apart by their bytes,
+  // and a non-ASCII character that merely starts like one of them is taken by this tail too.)
+  alts.push_back(g.seq({g.chars(others.minus(excluded)), tails.free_tail}));
+  alts.push_back(tails.non_ascii);
+  alts.push_back(tails.escape);
   return g.alt(std::move(alts));
 }
 
@@ -185,8 +197,7 @@ int32_t add_key_other_than(Grammar& g, const std::vector<std::string>& names) {
     encoded.push_back(d.substr(1, d.size() - 2));
   }
   std::sort(encoded.begin(), encoded.end());
-  const int32_t free_tail = g.seq({g.json_chars(0, -1), g.literal("\"")});
-  return g.seq({g.literal("\""), key_trie(g, encoded, 0, encoded.size(), 0, free_tail)});
+  return g.seq({g.literal("\""), key_trie(g, encoded, 0, encoded.size(), 0, key_tails(g))});
 }
 
 int32_t add_json_literal(Grammar& g, const nlohmann::ordered_json& value, int32_t ws) {
