@@ -78,7 +78,13 @@ struct NfaNode {
   std::vector<ByteEdge> bytes;
   std::vector<CallEdge> calls;
   uint16_t json_chars_left = 0;  // a JSON string body's character boundary
+  uint16_t json_call_chars = 0;  // State::json_call_chars
 };
+
+// Bounded string bodies longer than this read non-ASCII characters and escapes through one
+// shared rule, so that "maxLength": 1000 costs a state per character rather than a dozen.
+constexpr int32_t kInlineJsonChars = 32;
+constexpr int32_t kJsonCharRule = -1;  // in NfaBuilder::implicit_rules(): that shared rule
 
 class NfaBuilder {
  public:
@@ -226,6 +232,10 @@ class NfaBuilder {
     excluded.add('"', '"');
     excluded.add('\\', '\\');
     eps(build_chars(raw.minus(excluded), from), to);
+    json_escape(from, to);
+  }
+
+  void json_escape(uint32_t from, uint32_t to) {
     const uint32_t esc = node();
     byte(from, '\\', '\\', esc);
     for (char c : std::string("\"\\/bfnrt")) byte(esc, c, c, to);
@@ -240,11 +250,25 @@ class NfaBuilder {
     }
   }
 
+  // One JSON string character read through the shared rule (past ASCII, or an escape), or an
+  // ASCII one in place.
+  void json_char_by_call(uint32_t from, uint32_t to) {
+    byte(from, 0x20, 0x21, to);
+    byte(from, 0x23, 0x5B, to);
+    byte(from, 0x5D, 0x7F, to);
+    if (json_char_rule_ == UINT32_MAX) {
+      json_char_rule_ = static_cast<uint32_t>(g_.rules().size() + implicit_rules_.size());
+      implicit_rules_.push_back(kJsonCharRule);
+    }
+    nodes_[from].calls.push_back({json_char_rule_, to});
+  }
+
   uint32_t build_json_chars(int32_t min, int32_t max, uint32_t from) {
     const uint32_t to = node();
     uint32_t at = node();
     eps(from, at);
     const int32_t chain = max < 0 ? min : max;
+    const bool by_call = max > kInlineJsonChars;
     for (int32_t i = 0; i <= chain; ++i) {
       const bool last = i == chain;
       nodes_[at].json_chars_left =
@@ -253,12 +277,30 @@ class NfaBuilder {
       if (i >= min) eps(at, to);
       if (last && max >= 0) break;
       const uint32_t next = last ? at : node();
-      json_char(at, next);
+      if (by_call) {
+        json_char_by_call(at, next);
+        nodes_[next].json_call_chars = static_cast<uint16_t>(max - i);
+      } else {
+        json_char(at, next);
+      }
       at = next;
     }
     return to;
   }
 
+ public:
+  // The shared rule's body: a character past ASCII, or an escape.
+  uint32_t build_json_char_rule(uint32_t from) {
+    const uint32_t to = node();
+    CodePointSet past_ascii;
+    past_ascii.add(0x80, 0x10FFFF);
+    eps(build_chars(past_ascii, from), to);
+    json_escape(from, to);
+    return to;
+  }
+  uint32_t json_char_rule() const { return json_char_rule_; }
+
+ private:
   const Grammar& g_;
   const CompileLimits& limits_;
   std::chrono::steady_clock::time_point started_;
@@ -270,11 +312,13 @@ class NfaBuilder {
   };
   std::unordered_map<int32_t, BuiltExpr> built_;
   std::vector<int32_t> implicit_rules_;
+  uint32_t json_char_rule_ = UINT32_MAX;
 };
 
 struct Nfa {
   std::vector<NfaNode> nodes;
   std::vector<uint32_t> rule_start, rule_end;
+  uint32_t json_char_rule = UINT32_MAX;
 };
 
 Nfa build_nfa(const Grammar& g, const CompileLimits& limits) {
@@ -290,8 +334,11 @@ Nfa build_nfa(const Grammar& g, const CompileLimits& limits) {
   for (size_t i = 0; i < b.implicit_rules().size(); ++i) {
     const uint32_t start = b.node();
     nfa.rule_start.push_back(start);
-    nfa.rule_end.push_back(b.build_inline(b.implicit_rules()[i], start));
+    const int32_t body = b.implicit_rules()[i];
+    nfa.rule_end.push_back(body == kJsonCharRule ? b.build_json_char_rule(start)
+                                                 : b.build_inline(body, start));
   }
+  nfa.json_char_rule = b.json_char_rule();
   nfa.nodes = std::move(b.nodes());
   return nfa;
 }
@@ -309,6 +356,9 @@ class EpsilonRemover {
   void run() {
     for (uint32_t start : nfa_.rule_start) out_.rule_start.push_back(state_of(start));
     for (size_t i = 0; i < order_.size(); ++i) fill(static_cast<uint32_t>(i));
+    if (nfa_.json_char_rule != UINT32_MAX) {
+      out_.states[out_.rule_start[nfa_.json_char_rule]].json_char_rule_start = true;
+    }
   }
 
  private:
@@ -356,8 +406,10 @@ class EpsilonRemover {
       }
       for (const CallEdge& c : node.calls) {
         out_.calls.push_back({c.rule, state_of(c.return_state)});
+        plain_only = plain_only && c.rule == nfa_.json_char_rule;
       }
       chars_left = std::max(chars_left, node.json_chars_left);
+      s.json_call_chars = std::max(s.json_call_chars, node.json_call_chars);
     }
     s.edges_end = static_cast<uint32_t>(out_.edges.size());
     s.calls_end = static_cast<uint32_t>(out_.calls.size());
@@ -365,7 +417,7 @@ class EpsilonRemover {
               [](const ByteEdge& a, const ByteEdge& b) { return a.lo < b.lo; });
     s.simple = !s.final && s.calls_begin == s.calls_end;
     s.tail = s.final && s.calls_begin == s.calls_end && s.edges_begin == s.edges_end;
-    if (plain_only && s.simple) s.json_chars_left = chars_left;
+    if (plain_only && !s.final) s.json_chars_left = chars_left;
     if (out_.states.size() <= state) out_.states.resize(state + 1);
     out_.states[state] = s;
   }

@@ -36,6 +36,11 @@ struct State {
   // no limit), where every other way out needs '"', '\\' or a control byte. The mask then takes
   // all "plain string" tokens of that length at once (TokenVocabulary's slices).
   uint16_t json_chars_left = 0;
+  // A long bounded string body reads characters past ASCII, and escapes, through one shared
+  // rule (see build_json_chars): its start state says so, and a frame that the rule returns to
+  // holds the characters left for the one it reads.
+  bool json_char_rule_start = false;
+  uint16_t json_call_chars = 0;
 };
 
 inline constexpr uint16_t kUnboundedChars = 0xFFFF;

@@ -24,10 +24,17 @@ void set_bit(uint32_t* words, int32_t id) {
 
 // When every stack stands in a JSON string body: the most characters any may still take
 // (kUnboundedChars: no limit); else 0.
+// (A stack standing at the start of the shared character rule of a long string body counts
+// with the characters its return frame holds.)
 int json_body_chars(const CompiledGrammar& g, const StackSet& set) {
   int chars = 0;
   for (size_t p = 0; p < set.data.size(); p += set.data[p] + 1) {
-    const uint16_t left = g.states[set.data[p + set.data[p]]].json_chars_left;
+    const uint32_t len = set.data[p];
+    const State& top = g.states[set.data[p + len]];
+    uint16_t left = top.json_chars_left;
+    if (left == 0 && top.json_char_rule_start && len >= 2) {
+      left = g.states[set.data[p + len - 1]].json_call_chars;
+    }
     if (left == 0) return 0;
     chars = std::max<int>(chars, left);
   }

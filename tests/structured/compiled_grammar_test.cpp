@@ -63,6 +63,24 @@ TEST(CompiledGrammar, ALargeExpressionMetAgainBecomesOneSharedRule) {
   }
 }
 
+// "maxLength": 1000 reads characters past ASCII and escapes through one shared rule: about a
+// state per character (inline, each character would take a dozen), and the same language.
+TEST(CompiledGrammar, ALongBoundedStringTakesAboutAStatePerCharacter) {
+  const auto g = schema(R"({"type": "string", "minLength": 998, "maxLength": 1000})");
+  EXPECT_LT(g->states.size(), 1100u);
+  const auto quoted = [](const std::string& body) { return "\"" + body + "\""; };
+  std::string body;
+  for (int i = 0; i < 997; ++i) body += i % 3 == 0 ? "é" : i % 3 == 1 ? "a" : "\\n";
+  EXPECT_FALSE(matches(*g, quoted(body)));  // 997 characters
+  EXPECT_TRUE(matches(*g, quoted(body + "😀")));
+  EXPECT_TRUE(matches(*g, quoted(body + "\\u00e9z")));
+  EXPECT_TRUE(matches(*g, quoted(body + "東\\\"京")));
+  EXPECT_FALSE(matches(*g, quoted(body + "abcd")));  // 1001
+  EXPECT_FALSE(matches(*g, quoted(body + "a\"b")));
+  EXPECT_FALSE(matches(*g, quoted(body + "\\x1")));
+  EXPECT_FALSE(matches(*g, quoted(body + "\xC3")));
+}
+
 // Alternatives start at the node before them; one that loops must not let another run after it
 // (a loop goes through a node of its own).
 TEST(CompiledGrammar, AlternativesThatLoopStayApart) {
@@ -71,7 +89,8 @@ TEST(CompiledGrammar, AlternativesThatLoopStayApart) {
   const int32_t bs = g.repeat(g.literal("b"), 1, -1);
   g.set_start(g.add_rule("root", g.seq({g.alt({as, bs, g.literal("c")}), g.literal(";")})));
   const auto compiled = compile_grammar(g);
-  for (const char* ok : {";", "aaa;", "b;", "bbb;", "c;"}) EXPECT_TRUE(matches(*compiled, ok)) << ok;
+  for (const char* ok : {";", "aaa;", "b;", "bbb;", "c;"})
+    EXPECT_TRUE(matches(*compiled, ok)) << ok;
   for (const char* bad : {"ab;", "ba;", "ac;", "cc;", "bc;", "aab"}) {
     EXPECT_FALSE(matches(*compiled, bad)) << bad;
   }

@@ -124,6 +124,25 @@ TEST(GrammarMatcher, MaskEqualsBruteForceWhereTheFirstByteOpensAStringBody) {
   }
 }
 
+// Long bounded strings read characters past ASCII and escapes through a shared rule; their
+// masks still take plain tokens by length, counting from the frame the rule returns to.
+TEST(GrammarMatcher, MaskEqualsBruteForceInLongBoundedStrings) {
+  auto tokenizer = load_tokenizer_file(pagedllm::test::shared_dir() +
+                                       "/vectors/tokenizer/ggml-vocab-gpt-2.gguf");
+  const auto tg = std::make_shared<const TokenGrammar>(
+      schema(R"({"type": "object", "properties": {"s": {"type": "string", "maxLength": 40},
+          "t": {"type": "string", "minLength": 34, "maxLength": 36}},
+          "additionalProperties": false})"),
+      byte_level_vocab());
+  for (
+      const char* instance :
+      {R"({"s": "naïve café, 東京 \"q\" \u00e9 — ok 😀 the end", "t": "exactly thirty-four chars, no more"})",
+       R"({"t": "thirty-five characters: é, 東, and ✓"})"}) {
+    SCOPED_TRACE(instance);
+    expect_masks_match_brute_force(tg, tokenizer->encode(instance, false, false));
+  }
+}
+
 TEST(GrammarMatcher, MaskEqualsBruteForceForRegexAndGbnf) {
   auto tokenizer = load_tokenizer_file(pagedllm::test::shared_dir() +
                                        "/vectors/tokenizer/ggml-vocab-gpt-2.gguf");
