@@ -127,10 +127,6 @@ struct Engine::Impl {
   }
 
   explicit Impl(const EngineOptions& o) : options(o) {
-    // Worker ranks mirror rank 0's batch from the step broadcast alone; drafts and a draft
-    // model's state would have to travel with it first.
-    if (o.tensor_parallel_size > 1 && !o.speculative_config.empty())
-      throw ConfigError("--speculative-config does not work with --tensor-parallel-size > 1 yet");
     options.model = resolve_model_path(o.model);
     tp = join_tensor_parallel(o);
     ModelFingerprint fingerprint;

@@ -27,9 +27,19 @@ std::vector<uint8_t> step_message(const SchedulerOutput& out, const ModelRunnerO
 
 }  // namespace
 
+namespace {
+
+RunnerOptions on_rank(RunnerOptions options, int rank) {
+  options.samples = rank == 0;
+  if (!options.samples) options.grammars = nullptr;
+  return options;
+}
+
+}  // namespace
+
 MpiExecutor::MpiExecutor(const EngineConfig& config, Model& model, distributed::Communicator& comm,
                          RunnerOptions options)
-    : runner_(config, std::move(options)), model_(model), comm_(comm) {}
+    : runner_(config, on_rank(std::move(options), comm.rank())), model_(model), comm_(comm) {}
 
 MpiExecutor::~MpiExecutor() {
   if (comm_.rank() != 0 || broken_) return;

@@ -70,8 +70,8 @@ class StepMemo {
  public:
   static constexpr uint32_t kUnknown = UINT32_MAX;   // not stepped yet
   static constexpr uint32_t kDead = UINT32_MAX - 1;  // no stack survives the byte
-  // Past this many sets (1 KiB of table each) the memo starts afresh.
-  static constexpr size_t kMaxSets = 16384;
+  // Past this many sets (1 KiB of table each) the memo starts afresh: 4 MiB per grammar at most.
+  static constexpr size_t kMaxSets = 4096;
 
   uint32_t intern(const StackSet& set);
   const StackSet& set(uint32_t id) const { return sets_[id]; }

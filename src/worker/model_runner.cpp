@@ -20,7 +20,7 @@ ModelRunner::ModelRunner(const EngineConfig& config, RunnerOptions options)
       max_model_len_(config.scheduler.max_model_len),
       batch_(config.scheduler.max_num_seqs, config.scheduler.max_model_len,
              config.max_num_blocks_per_req()),
-      proposer_(config.speculative.enabled()
+      proposer_(config.speculative.enabled() && options_.samples
                     ? make_proposer(config.speculative, config.speculative.target_vocab_size,
                                     config.scheduler.max_model_len, config.scheduler.max_num_seqs)
                     : nullptr),

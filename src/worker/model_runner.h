@@ -36,6 +36,9 @@ struct RunnerOptions {
   std::shared_ptr<structured::TokenGrammarCache> grammars;
   // Images: the model's vision encoder and M-RoPE settings; null for a text-only model.
   std::shared_ptr<const VisionModel> vision;
+  // False on tensor-parallel ranks other than 0: they never sample, so they make no proposer
+  // (a draft model is loaded on rank 0 only) and their drafts come with the step.
+  bool samples = true;
 };
 
 class ModelRunner {

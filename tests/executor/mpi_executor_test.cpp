@@ -197,6 +197,41 @@ TEST(TensorParallel, ConstrainedOutputIsTheSingleProcessOne) {
   }
 }
 
+// Rank 0 samples and proposes; the drafts reach the other ranks in the step message, so
+// n-gram and draft-model speculation give the single-process greedy tokens. The draft model is
+// loaded on rank 0 only.
+TEST(TensorParallel, SpeculationGivesTheSingleProcessTokens) {
+  skip_without_mpi();
+  const std::string model = model_path("stories260K/stories260K.gguf");
+  const std::string args =
+      "generate --model " + model + " --prompts-file " + prompts_file() + kGenerateFlags;
+  const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
+  ASSERT_EQ(one.code, 0) << one.err;
+  const auto want = json_lines(one.out);
+  ASSERT_EQ(want.size(), 6u);
+  for (const std::string& config :
+       {std::string(R"({"method": "ngram", "num_speculative_tokens": 4})"),
+        R"({"method": "draft_model", "model": ")" + model + R"(", "num_speculative_tokens": 3})"}) {
+    SCOPED_TRACE(config);
+    const CliResult tp =
+        run_shell(kMpirun + " -np 2 " + PAGEDLLM_BINARY + " " + args +
+                  " --tensor-parallel-size 2 --speculative-config '" + config + "'");
+    ASSERT_EQ(tp.code, 0) << tp.err;
+    const auto got = json_lines(tp.out);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i]["token_ids"], want[i]["token_ids"]) << "prompt " << i;
+    }
+    EXPECT_NE(tp.err.find(" accepted ("), std::string::npos) << tp.err;
+    size_t draft_loads = 0;
+    for (size_t at = tp.err.find("[spec_decode] draft model"); at != std::string::npos;
+         at = tp.err.find("[spec_decode] draft model", at + 1)) {
+      ++draft_loads;
+    }
+    EXPECT_EQ(draft_loads, config.find("draft_model") != std::string::npos ? 1u : 0u) << tp.err;
+  }
+}
+
 // Every rank encodes the step's images (the step message carries their pixels) and gathers the
 // same embedding rows for its shard.
 TEST(TensorParallel, AnImageRequestGivesTheSingleProcessTokens) {
