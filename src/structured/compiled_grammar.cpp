@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <map>
+#include <span>
 #include <string>
 #include <unordered_map>
 
@@ -73,12 +74,15 @@ bool leaves_plain_strings(uint8_t b) {
   return b < 0x20 || b == '"' || b == '\\' || b == 0xC0 || b == 0xC1 || b >= 0xF5;
 }
 
-struct NfaNode {
-  std::vector<uint32_t> eps;
-  std::vector<ByteEdge> bytes;
-  std::vector<CallEdge> calls;
-  uint16_t json_chars_left = 0;  // a JSON string body's character boundary
-  uint16_t json_call_chars = 0;  // State::json_call_chars
+// The automaton under construction keeps its moves in three flat lists (one allocation each,
+// not three small vectors per node); Nfa sorts them by node at the end.
+struct NfaMoves {
+  std::vector<std::pair<uint32_t, uint32_t>> eps;    // (from, to)
+  std::vector<std::pair<uint32_t, ByteEdge>> bytes;  // (from, edge)
+  std::vector<std::pair<uint32_t, CallEdge>> calls;  // (from, call)
+  std::vector<uint16_t> json_chars_left;  // per node: a JSON string body's character boundary
+  std::vector<uint16_t> json_call_chars;  // per node: State::json_call_chars
+  size_t size() const { return json_chars_left.size(); }
 };
 
 // Bounded string bodies longer than this read non-ASCII characters and escapes through one
@@ -102,12 +106,16 @@ class NfaBuilder {
       throw GrammarError("grammar over the compile limit of " +
                          std::to_string(limits_.max_seconds) + " s");
     }
-    nodes_.emplace_back();
+    nodes_.json_chars_left.push_back(0);
+    nodes_.json_call_chars.push_back(0);
     return static_cast<uint32_t>(nodes_.size() - 1);
   }
-  void eps(uint32_t from, uint32_t to) { nodes_[from].eps.push_back(to); }
+  void eps(uint32_t from, uint32_t to) { nodes_.eps.push_back({from, to}); }
+  void call(uint32_t from, uint32_t rule, uint32_t to) {
+    nodes_.calls.push_back({from, {rule, to}});
+  }
   void byte(uint32_t from, uint8_t lo, uint8_t hi, uint32_t to) {
-    nodes_[from].bytes.push_back({lo, hi, to});
+    nodes_.bytes.push_back({from, {lo, hi, to}});
   }
 
   // Adds the automaton of `expr` starting at `from`; returns its end node. An expression met
@@ -125,7 +133,7 @@ class NfaBuilder {
         implicit_rules_.push_back(expr);
       }
       const uint32_t to = node();
-      nodes_[from].calls.push_back({it->second.rule, to});
+      call(from, it->second.rule, to);
       return to;
     }
     const size_t before = nodes_.size();
@@ -136,7 +144,7 @@ class NfaBuilder {
 
   // Rules added for shared expressions, in order: rule g.rules().size() + i has body [i].
   const std::vector<int32_t>& implicit_rules() const { return implicit_rules_; }
-  std::vector<NfaNode>& nodes() { return nodes_; }
+  NfaMoves& nodes() { return nodes_; }
 
   // The automaton of `expr` at `from`, never as a call (a rule's own body).
   uint32_t build_inline(int32_t expr, uint32_t from) {
@@ -172,7 +180,7 @@ class NfaBuilder {
           throw GrammarError("reference to an unknown rule");
         }
         const uint32_t to = node();
-        nodes_[from].calls.push_back({static_cast<uint32_t>(e.rule), to});
+        call(from, static_cast<uint32_t>(e.rule), to);
         return to;
       }
       case ExprKind::kJsonChars:
@@ -260,7 +268,7 @@ class NfaBuilder {
       json_char_rule_ = static_cast<uint32_t>(g_.rules().size() + implicit_rules_.size());
       implicit_rules_.push_back(kJsonCharRule);
     }
-    nodes_[from].calls.push_back({json_char_rule_, to});
+    call(from, json_char_rule_, to);
   }
 
   uint32_t build_json_chars(int32_t min, int32_t max, uint32_t from) {
@@ -271,7 +279,7 @@ class NfaBuilder {
     const bool by_call = max > kInlineJsonChars;
     for (int32_t i = 0; i <= chain; ++i) {
       const bool last = i == chain;
-      nodes_[at].json_chars_left =
+      nodes_.json_chars_left[at] =
           max < 0 && last ? kUnboundedChars
                           : static_cast<uint16_t>(std::min<int32_t>(max - i, kUnboundedChars - 1));
       if (i >= min) eps(at, to);
@@ -279,7 +287,7 @@ class NfaBuilder {
       const uint32_t next = last ? at : node();
       if (by_call) {
         json_char_by_call(at, next);
-        nodes_[next].json_call_chars = static_cast<uint16_t>(max - i);
+        nodes_.json_call_chars[next] = static_cast<uint16_t>(max - i);
       } else {
         json_char(at, next);
       }
@@ -304,7 +312,7 @@ class NfaBuilder {
   const Grammar& g_;
   const CompileLimits& limits_;
   std::chrono::steady_clock::time_point started_;
-  std::vector<NfaNode> nodes_;
+  NfaMoves nodes_;
   static constexpr size_t kShareAbove = 8;  // nodes
   struct BuiltExpr {
     size_t nodes = 0;
@@ -315,31 +323,62 @@ class NfaBuilder {
   uint32_t json_char_rule_ = UINT32_MAX;
 };
 
+// Moves of node n in [first[n], first[n + 1]), in the order they were added.
+template <typename Move>
+struct ByNode {
+  std::vector<uint32_t> first;
+  std::vector<Move> moves;
+
+  ByNode(const std::vector<std::pair<uint32_t, Move>>& flat, size_t nodes) : first(nodes + 1, 0) {
+    for (const auto& m : flat) ++first[m.first + 1];
+    for (size_t n = 0; n < nodes; ++n) first[n + 1] += first[n];
+    std::vector<uint32_t> at(first.begin(), first.end() - 1);
+    moves.resize(flat.size());
+    for (const auto& m : flat) moves[at[m.first]++] = m.second;
+  }
+  std::span<const Move> of(uint32_t n) const {
+    return {moves.data() + first[n], moves.data() + first[n + 1]};
+  }
+};
+
 struct Nfa {
-  std::vector<NfaNode> nodes;
+  Nfa(const NfaMoves& m)
+      : eps(m.eps, m.size()),
+        bytes(m.bytes, m.size()),
+        calls(m.calls, m.size()),
+        json_chars_left(m.json_chars_left),
+        json_call_chars(m.json_call_chars) {}
+  size_t size() const { return json_chars_left.size(); }
+
+  ByNode<uint32_t> eps;
+  ByNode<ByteEdge> bytes;
+  ByNode<CallEdge> calls;
+  std::vector<uint16_t> json_chars_left, json_call_chars;
   std::vector<uint32_t> rule_start, rule_end;
   uint32_t json_char_rule = UINT32_MAX;
 };
 
 Nfa build_nfa(const Grammar& g, const CompileLimits& limits) {
   NfaBuilder b(g, limits);
-  Nfa nfa;
+  std::vector<uint32_t> rule_start, rule_end;
   for (const Rule& r : g.rules()) {
     if (r.body < 0) throw GrammarError("undefined rule '" + r.name + "'");
     const uint32_t start = b.node();
-    nfa.rule_start.push_back(start);
-    nfa.rule_end.push_back(b.build(r.body, start));
+    rule_start.push_back(start);
+    rule_end.push_back(b.build(r.body, start));
   }
   // Building a shared expression's rule may share more (the list grows while it is read).
   for (size_t i = 0; i < b.implicit_rules().size(); ++i) {
     const uint32_t start = b.node();
-    nfa.rule_start.push_back(start);
+    rule_start.push_back(start);
     const int32_t body = b.implicit_rules()[i];
-    nfa.rule_end.push_back(body == kJsonCharRule ? b.build_json_char_rule(start)
-                                                 : b.build_inline(body, start));
+    rule_end.push_back(body == kJsonCharRule ? b.build_json_char_rule(start)
+                                             : b.build_inline(body, start));
   }
+  Nfa nfa(b.nodes());
+  nfa.rule_start = std::move(rule_start);
+  nfa.rule_end = std::move(rule_end);
   nfa.json_char_rule = b.json_char_rule();
-  nfa.nodes = std::move(b.nodes());
   return nfa;
 }
 
@@ -347,9 +386,9 @@ Nfa build_nfa(const Grammar& g, const CompileLimits& limits) {
 class EpsilonRemover {
  public:
   EpsilonRemover(const Nfa& nfa, CompiledGrammar& out) : nfa_(nfa), out_(out) {
-    index_.assign(nfa.nodes.size(), UINT32_MAX);
-    is_end_.assign(nfa.nodes.size(), 0);
-    seen_.assign(nfa.nodes.size(), 0);
+    index_.assign(nfa.size(), UINT32_MAX);
+    is_end_.assign(nfa.size(), 0);
+    seen_.assign(nfa.size(), 0);
     for (uint32_t end : nfa.rule_end) is_end_[end] = 1;
   }
 
@@ -378,7 +417,7 @@ class EpsilonRemover {
       const uint32_t n = todo_.back();
       todo_.pop_back();
       out.push_back(n);
-      for (uint32_t next : nfa_.nodes[n].eps) {
+      for (uint32_t next : nfa_.eps.of(n)) {
         if (seen_[next] != stamp_) {
           seen_[next] = stamp_;
           todo_.push_back(next);
@@ -397,19 +436,19 @@ class EpsilonRemover {
     bool plain_only = true;
     uint16_t chars_left = 0;
     for (uint32_t n : members) {
-      const NfaNode& node = nfa_.nodes[n];
       s.final = s.final || is_end_[n];
-      for (const ByteEdge& e : node.bytes) {
+      const uint16_t node_chars_left = nfa_.json_chars_left[n];
+      for (const ByteEdge& e : nfa_.bytes.of(n)) {
         out_.edges.push_back({e.lo, e.hi, state_of(e.target)});
-        if (node.json_chars_left > 0) continue;
+        if (node_chars_left > 0) continue;
         for (int b = e.lo; b <= e.hi; ++b) plain_only = plain_only && leaves_plain_strings(b);
       }
-      for (const CallEdge& c : node.calls) {
+      for (const CallEdge& c : nfa_.calls.of(n)) {
         out_.calls.push_back({c.rule, state_of(c.return_state)});
         plain_only = plain_only && c.rule == nfa_.json_char_rule;
       }
-      chars_left = std::max(chars_left, node.json_chars_left);
-      s.json_call_chars = std::max(s.json_call_chars, node.json_call_chars);
+      chars_left = std::max(chars_left, node_chars_left);
+      s.json_call_chars = std::max(s.json_call_chars, nfa_.json_call_chars[n]);
     }
     s.edges_end = static_cast<uint32_t>(out_.edges.size());
     s.calls_end = static_cast<uint32_t>(out_.calls.size());
