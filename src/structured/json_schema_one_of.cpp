@@ -1,6 +1,7 @@
 #include "structured/json_schema_one_of.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace pagedllm::structured {
@@ -156,6 +157,39 @@ bool rewrite_required_only(const std::vector<json>& branches, std::vector<json>&
   return true;
 }
 
+// A property every branch declares with listed values, no value shared by two branches: the
+// branches are told apart by it once it is present. An object without it may match several
+// branches (then it fails oneOf) or one; requiring it leaves out only instances of the second
+// kind, never lets an invalid one through.
+std::optional<std::string> discriminator(const std::vector<json>& branches) {
+  if (branches.size() < 2 || !branches[0].is_object() || !branches[0].contains("properties") ||
+      !branches[0]["properties"].is_object()) {
+    return std::nullopt;
+  }
+  for (const auto& [name, first] : branches[0]["properties"].items()) {
+    std::vector<json> values;
+    bool ok = true;
+    for (const json& b : branches) {
+      json v;
+      ok = ok && b.is_object() && b.contains("properties") && b["properties"].is_object() &&
+           b["properties"].contains(name) && listed_values(b["properties"][name], v);
+      if (!ok) break;
+      for (const json& other : values) ok = ok && disjoint_values(v, other);
+      values.push_back(v);
+    }
+    if (ok) return name;
+  }
+  return std::nullopt;
+}
+
+std::vector<json> with_required(std::vector<json> branches, const std::string& name) {
+  for (json& b : branches) {
+    if (!b.contains("required") || !b["required"].is_array()) b["required"] = json::array();
+    if (!required_of(b).count(name)) b["required"].push_back(name);
+  }
+  return branches;
+}
+
 }  // namespace
 
 bool exclusive_branches(const std::vector<json>& branches, std::vector<json>& out,
@@ -163,6 +197,10 @@ bool exclusive_branches(const std::vector<json>& branches, std::vector<json>& ou
   out.clear();
   if (std::all_of(branches.begin(), branches.end(), only_required)) {
     return rewrite_required_only(branches, out, why);
+  }
+  if (auto name = discriminator(branches)) {
+    out = with_required(branches, *name);
+    return true;
   }
   for (size_t i = 0; i < branches.size(); ++i) {
     for (size_t j = i + 1; j < branches.size(); ++j) {

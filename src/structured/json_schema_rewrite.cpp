@@ -1,0 +1,183 @@
+#include "structured/json_schema_rewrite.h"
+
+#include <algorithm>
+#include <set>
+
+#include "structured/json_schema_merge.h"
+#include "structured/json_schema_one_of.h"
+#include "structured/json_schema_parts.h"
+
+namespace pagedllm::structured {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+const char* const kDependencyKeys[] = {"dependencies", "dependentRequired", "dependentSchemas"};
+
+bool is_required(const json& s, const std::string& name) {
+  if (!s.contains("required") || !s["required"].is_array()) return false;
+  const json& r = s["required"];
+  return std::find(r.begin(), r.end(), json(name)) != r.end();
+}
+
+// Whether an object of `s` can never have the property (declared nowhere, no other keys).
+bool cannot_have(const json& s, const std::string& name) {
+  if (s.contains("properties") && s["properties"].is_object() && s["properties"].contains(name)) {
+    return false;
+  }
+  if (s.contains("patternProperties")) return false;
+  return s.contains("additionalProperties") && s["additionalProperties"] == json(false);
+}
+
+size_t count_dependencies(const json& s) {
+  size_t n = 0;
+  for (const char* key : kDependencyKeys) {
+    if (s.contains(key) && s[key].is_object()) n += s[key].size();
+  }
+  return n;
+}
+
+// What the property brings when present: a list of required names or a schema.
+json brought(const json& dependency, const std::string& name, const std::string& ptr) {
+  json present = json{{"required", json::array({name})}};
+  if (dependency.is_array()) {
+    for (const json& r : dependency) present["required"].push_back(r);
+    return present;
+  }
+  if (dependency.is_boolean() || dependency.is_object()) {
+    return merge_schemas(present, dependency, ptr);
+  }
+  schema_fail("a dependency is neither a list nor a schema", ptr);
+}
+
+// The names of a `required`-only schema (annotations aside), or nothing.
+std::optional<std::vector<std::string>> required_only(const json& s) {
+  if (!s.is_object() || !s.contains("required") || !s["required"].is_array()) return std::nullopt;
+  json rest = s;
+  rest.erase("required");
+  if (has_validation(rest)) return std::nullopt;
+  std::vector<std::string> names;
+  for (const json& r : s["required"]) {
+    if (!r.is_string()) return std::nullopt;
+    names.push_back(r.get<std::string>());
+  }
+  return names;
+}
+
+json forbidding(const std::string& name) {
+  return json{{kForbiddenKey, json::array({name})}};
+}
+
+// An object without the property: what not {"required": [name]} leaves (anything that is not
+// an object satisfies "required", so fails its negation).
+json object_without(const std::string& name) {
+  return json{{"type", "object"}, {kForbiddenKey, json::array({name})}};
+}
+
+// not {"type": T}: the other types.
+json without_types(const json& s, const json& not_type, const std::string& ptr) {
+  static const std::vector<std::string> kAll = {"null",   "boolean", "integer", "number",
+                                                "string", "array",   "object"};
+  std::set<std::string> excluded;
+  if (not_type.is_string()) excluded.insert(not_type.get<std::string>());
+  if (not_type.is_array()) {
+    for (const json& t : not_type) excluded.insert(t.get<std::string>());
+  }
+  // Without "number" an integer is still a number; not {"type": "integer"} leaves fractions,
+  // which a type list cannot say.
+  if (excluded.count("integer") && !excluded.count("number")) {
+    schema_fail("unsupported keyword 'not' (of type integer alone)", ptr);
+  }
+  if (excluded.count("number")) excluded.insert("integer");
+  json types = json::array();
+  std::vector<std::string> have = kAll;
+  if (s.contains("type")) {
+    have.clear();
+    if (s["type"].is_string()) have.push_back(s["type"].get<std::string>());
+    if (s["type"].is_array()) {
+      for (const json& t : s["type"]) have.push_back(t.get<std::string>());
+    }
+  }
+  for (const std::string& t : have) {
+    if (!excluded.count(t)) types.push_back(t);
+  }
+  if (types.empty()) return json(false);
+  json out = s;
+  out["type"] = types;
+  return out;
+}
+
+}  // namespace
+
+std::optional<json> rewrite_dependencies(const json& s, const std::string& ptr) {
+  if (!s.is_object()) return std::nullopt;
+  const size_t n = count_dependencies(s);
+  if (n == 0) return std::nullopt;
+  for (const char* key : kDependencyKeys) {
+    if (!s.contains(key)) continue;
+    if (!s[key].is_object()) schema_fail(std::string(key) + " is not an object", ptr);
+    if (s[key].empty()) {
+      json rest = s;
+      rest.erase(key);
+      return rest;
+    }
+    const std::string sub = ptr + "/" + key;
+    if (n > kMaxDependencies) {
+      schema_fail("unsupported keyword '" + std::string(key) + "' (over " +
+                      std::to_string(kMaxDependencies) + " dependencies)",
+                  ptr);
+    }
+    const auto first = s[key].begin();
+    const std::string name = first.key();
+    const json present = brought(first.value(), name, sub);
+    json rest = s;
+    rest[key].erase(name);
+    if (rest[key].empty()) rest.erase(key);
+    if (is_required(rest, name)) return merge_schemas(rest, present, sub);
+    if (cannot_have(rest, name)) return rest;
+    json absent = merge_schemas(rest, forbidding(name), sub);
+    return json{{"anyOf", json::array({absent, merge_schemas(rest, present, sub)})}};
+  }
+  return std::nullopt;
+}
+
+std::optional<json> rewrite_not(const json& s, const std::string& ptr) {
+  if (!s.is_object() || !s.contains("not")) return std::nullopt;
+  const json& n = s["not"];
+  json rest = s;
+  rest.erase("not");
+  const std::string sub = ptr + "/not";
+  if (n.is_boolean()) return n.get<bool>() ? json(false) : rest;
+  if (!n.is_object()) schema_fail("not is not a schema", ptr);
+  if (!has_validation(n)) return json(false);  // not {} matches nothing
+  if (auto names = required_only(n)) {
+    // Not all of them: one at least is absent.
+    json branches = json::array();
+    for (const std::string& name : *names) {
+      branches.push_back(merge_schemas(rest, object_without(name), sub));
+    }
+    if (branches.size() == 1) return branches[0];
+    return json{{"anyOf", branches}};
+  }
+  if (n.contains("anyOf") && n.size() == 1 && n["anyOf"].is_array()) {
+    // Not any of them: not the first, and not the second, ... (each rewritten in turn).
+    json out = rest;
+    for (const json& branch : n["anyOf"]) {
+      if (out.is_boolean()) break;
+      json with = out;
+      if (with.contains("not")) schema_fail("unsupported keyword 'not'", ptr);
+      with["not"] = branch;
+      out = *rewrite_not(with, ptr);
+    }
+    return out;
+  }
+  json only_type = n;
+  for (const char* annotation : {"title", "description", "$comment"}) only_type.erase(annotation);
+  if (only_type.size() == 1 && only_type.contains("type")) {
+    return without_types(rest, only_type["type"], ptr);
+  }
+  schema_fail("unsupported keyword 'not'", ptr);
+}
+
+}  // namespace pagedllm::structured

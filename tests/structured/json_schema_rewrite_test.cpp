@@ -1,0 +1,84 @@
+// dependencies / dependentRequired / dependentSchemas and the simple forms of `not`.
+#include "structured/json_schema_rewrite.h"
+
+#include <gtest/gtest.h>
+
+#include "structured/grammar_test_util.h"
+
+namespace pagedllm::structured::test {
+namespace {
+
+TEST(JsonSchemaRewrite, DependentRequiredNeedsTheNamesOnlyWhenPresent) {
+  for (const char* key : {"dependencies", "dependentRequired"}) {
+    auto g = schema(std::string(R"({"type": "object", "properties": {"card": {"type": "string"},
+        "billing": {"type": "string"}, "name": {"type": "string"}}, ")") +
+                    key + R"(": {"card": ["billing"]}, "additionalProperties": false})");
+    EXPECT_TRUE(matches(*g, R"({"name":"a"})")) << key;
+    EXPECT_TRUE(matches(*g, R"({"billing":"x"})")) << key;
+    EXPECT_TRUE(matches(*g, R"({"card":"1","billing":"x"})")) << key;
+    EXPECT_FALSE(matches(*g, R"({"card":"1"})")) << key;
+    EXPECT_FALSE(matches(*g, R"({"card":"1","name":"a"})")) << key;
+  }
+}
+
+TEST(JsonSchemaRewrite, DependentSchemasApplyOnlyWhenPresent) {
+  auto g = schema(R"({"type": "object", "properties": {"kind": {"type": "string"},
+      "size": {"type": "integer"}}, "dependentSchemas": {"kind": {"properties":
+      {"size": {"minimum": 10}}, "required": ["size"]}}})");
+  EXPECT_TRUE(matches(*g, R"({"size":3})"));
+  EXPECT_TRUE(matches(*g, R"({"kind":"a","size":12})"));
+  EXPECT_FALSE(matches(*g, R"({"kind":"a","size":3})"));
+  EXPECT_FALSE(matches(*g, R"({"kind":"a"})"));
+}
+
+TEST(JsonSchemaRewrite, TooManyDependenciesAreAnError) {
+  EXPECT_EQ(error_of([] {
+              schema(R"({"dependencies": {"a": ["b"], "b": ["c"], "c": ["d"], "d": ["e"],
+                  "e": ["f"], "f": ["g"], "g": ["a"]}})");
+            }),
+            "unsupported keyword 'dependencies' (over 6 dependencies) at '#'");
+}
+
+TEST(JsonSchemaRewrite, NotRequiredIsAnObjectWithoutTheNames) {
+  auto g = schema(R"({"properties": {"a": {}, "b": {}}, "not": {"required": ["a", "b"]}})");
+  EXPECT_TRUE(matches(*g, R"({"a":1})"));
+  EXPECT_TRUE(matches(*g, R"({"b":1})"));
+  EXPECT_FALSE(matches(*g, R"({"a":1,"b":2})"));
+  EXPECT_FALSE(matches(*g, "1"));  // not an object: "required" holds, so `not` fails
+  auto none = schema(R"({"type": "object", "not": {"anyOf": [{"required": ["x"]},
+      {"required": ["y"]}]}})");
+  EXPECT_TRUE(matches(*none, R"({"z":1})"));
+  EXPECT_FALSE(matches(*none, R"({"x":1})"));
+  EXPECT_FALSE(matches(*none, R"({"z":1,"y":1})"));
+}
+
+TEST(JsonSchemaRewrite, NotTypeAndNotEmpty) {
+  auto g = schema(R"({"not": {"type": ["null", "string"]}})");
+  EXPECT_TRUE(matches(*g, "1.5"));
+  EXPECT_TRUE(matches(*g, "[]"));
+  EXPECT_FALSE(matches(*g, "null"));
+  EXPECT_FALSE(matches(*g, R"("x")"));
+  auto never = schema(R"({"type": "object", "properties": {"gone": {"not": {}}}})");
+  EXPECT_TRUE(matches(*never, R"({"other":1})"));
+  EXPECT_FALSE(matches(*never, R"({"gone":1})"));
+  EXPECT_EQ(error_of([] { schema(R"({"not": {"pattern": "a"}})"); }),
+            "unsupported keyword 'not' at '#'");
+}
+
+TEST(JsonSchemaRewrite, AllOfMergesTwoAnyOfsAndTwoNots) {
+  auto g = schema(R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
+      {"anyOf": [{"type": "integer", "minimum": 5}, {"type": "string", "maxLength": 2}]}]})");
+  EXPECT_TRUE(matches(*g, "7"));
+  EXPECT_TRUE(matches(*g, R"("ab")"));
+  EXPECT_FALSE(matches(*g, "3"));
+  EXPECT_FALSE(matches(*g, R"("abc")"));
+  EXPECT_FALSE(matches(*g, "7.5"));
+  auto nots = schema(R"({"type": "object", "allOf": [{"not": {"required": ["a"]}},
+      {"not": {"required": ["b"]}}]})");
+  EXPECT_TRUE(matches(*nots, R"({"c":1})"));
+  EXPECT_FALSE(matches(*nots, R"({"a":1})"));
+  EXPECT_FALSE(matches(*nots, R"({"b":1})"));
+}
+
+}  // namespace
+}  // namespace pagedllm::structured::test
