@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "structured/json_schema_arrays.h"
 #include "structured/json_schema_merge.h"
 #include "structured/json_schema_numbers.h"
 #include "structured/json_schema_one_of.h"
@@ -331,7 +332,11 @@ class SchemaCompiler {
   // --- arrays ---
 
   int32_t array(const json& s, const std::string& ptr) {
-    if (s.value("uniqueItems", false)) fail("unsupported keyword 'uniqueItems'", ptr);
+    const int64_t max_items = s.contains("maxItems") ? s["maxItems"].get<int64_t>() : -1;
+    // Up to one item is always unique.
+    if (s.value("uniqueItems", false) && !(max_items >= 0 && max_items <= 1)) {
+      return unique_array(s, ptr);
+    }
     std::vector<json> prefix;
     json items = true;
     std::string items_ptr = ptr + "/items";
@@ -379,6 +384,43 @@ class SchemaCompiler {
       body = here;
     }
     return g_.seq({g_.literal("["), ws_, body, ws_, g_.literal("]")});
+  }
+
+  // uniqueItems over items that are a few listed values (enum, const, boolean, null); anything
+  // else cannot be enforced by a grammar.
+  int32_t unique_array(const json& s, const std::string& ptr) {
+    const json items = s.contains("items") ? inline_refs(s["items"], ptr + "/items") : json(true);
+    std::vector<json> values;
+    const bool listed =
+        !s.contains("prefixItems") && items.is_object() && listed_items(items, values);
+    const int64_t min = s.value("minItems", int64_t{0});
+    const int64_t max = s.contains("maxItems") ? s["maxItems"].get<int64_t>() : -1;
+    if (!listed || values.size() > kMaxUniqueValues) fail("unsupported keyword 'uniqueItems'", ptr);
+    return add_unique_array(g_, values, min, max, ws_);
+  }
+
+  // The distinct values an item schema lists; false when it does not list them.
+  static bool listed_items(const json& items, std::vector<json>& values) {
+    json rest = items;
+    json candidates;
+    if (rest.contains("const")) {
+      candidates = json::array({rest["const"]});
+    } else if (rest.contains("enum") && rest["enum"].is_array()) {
+      candidates = rest["enum"];
+    } else if (rest.contains("type") && rest["type"] == json("boolean")) {
+      candidates = json::array({true, false});
+    } else if (rest.contains("type") && rest["type"] == json("null")) {
+      candidates = json::array({nullptr});
+    } else {
+      return false;
+    }
+    for (const char* key : {"const", "enum", "type"}) rest.erase(key);
+    if (has_validation(rest)) return false;  // other keywords would filter the values
+    for (const json& v : candidates) {
+      const bool seen = std::find(values.begin(), values.end(), v) != values.end();
+      if (value_fits_type(v, items) && !seen) values.push_back(v);
+    }
+    return true;
   }
 
   // --- objects ---
