@@ -183,14 +183,24 @@ class SchemaCompiler {
       }
       return g_.alt(std::move(alts));
     }
-    if (s.contains("const")) return literal_checked(s["const"], s, ptr);
+    const json excluded = s.contains(kExcludedKey) ? s[kExcludedKey] : json::array();
+    const auto allowed = [&](const json& v) {
+      return value_fits_type(v, s) &&
+             std::find(excluded.begin(), excluded.end(), v) == excluded.end();
+    };
+    if (s.contains("const")) {
+      return allowed(s["const"]) ? add_json_literal(g_, s["const"], ws_) : g_.nothing();
+    }
     if (s.contains("enum")) {
       if (!s["enum"].is_array()) fail("enum is not a list", ptr);
       std::vector<int32_t> alts;
       for (const json& v : s["enum"]) {
-        if (value_fits_type(v, s)) alts.push_back(add_json_literal(g_, v, ws_));
+        if (allowed(v)) alts.push_back(add_json_literal(g_, v, ws_));
       }
       return g_.alt(std::move(alts));
+    }
+    for (const json& v : excluded) {
+      if (v.is_structured()) fail("unsupported keyword 'not' (an array or object value)", ptr);
     }
     std::vector<std::string> types = types_of(s, ptr);
     std::vector<int32_t> alts;
@@ -223,12 +233,6 @@ class SchemaCompiler {
       alts.push_back(schema(others[i], ptr + "/oneOf"));
     }
     return g_.alt(std::move(alts));
-  }
-
-  int32_t literal_checked(const json& value, const json& s, const std::string& ptr) {
-    (void)ptr;
-    if (!value_fits_type(value, s)) return g_.nothing();
-    return add_json_literal(g_, value, ws_);
   }
 
   static bool value_fits_type(const json& v, const json& s) {
@@ -303,8 +307,18 @@ class SchemaCompiler {
   }
 
   int32_t typed(const json& s, const std::string& type, const std::string& ptr) {
-    if (type == "null") return g_.literal("null");
-    if (type == "boolean") return g_.alt({g_.literal("true"), g_.literal("false")});
+    const json none = json::array();
+    const json& excluded = s.contains(kExcludedKey) ? s[kExcludedKey] : none;
+    const auto kept = [&](const json& v) {
+      return std::find(excluded.begin(), excluded.end(), v) == excluded.end();
+    };
+    if (type == "null") return kept(nullptr) ? g_.literal("null") : g_.nothing();
+    if (type == "boolean") {
+      std::vector<int32_t> alts;
+      if (kept(true)) alts.push_back(g_.literal("true"));
+      if (kept(false)) alts.push_back(g_.literal("false"));
+      return g_.alt(std::move(alts));
+    }
     if (type == "integer") return add_number_schema(g_, s, true, ptr);
     if (type == "number") return add_number_schema(g_, s, false, ptr);
     if (type == "string") return add_string_schema(g_, s, ptr);

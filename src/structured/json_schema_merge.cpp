@@ -61,7 +61,7 @@ bool has_validation(const json& s) {
                                                      "contentEncoding"};
   for (const auto& [key, v] : s.items()) {
     // The forbidden names of the oneOf and `not` rewrites are validation, not an extension.
-    if (key == kForbiddenKey) return true;
+    if (key == kForbiddenKey || key == kExcludedKey) return true;
     if (!kAnnotations.count(key) && key.rfind("x-", 0) != 0) return true;
   }
   return false;
@@ -82,7 +82,7 @@ json merge_schemas(const json& a, const json& b, const std::string& ptr) {
       for (const auto& [name, sub] : v.items()) {
         mine[name] = mine.contains(name) ? json{{"allOf", json::array({mine[name], sub})}} : sub;
       }
-    } else if (key == "required" || key == kForbiddenKey) {
+    } else if (key == "required" || key == kForbiddenKey || key == kExcludedKey) {
       for (const json& r : v) {
         if (std::find(mine.begin(), mine.end(), r) == mine.end()) mine.push_back(r);
       }

@@ -9,6 +9,10 @@
 
 namespace pagedllm::structured {
 
+// The key, inside a schema, listing values it must not be (`not` with enum or const,
+// rewritten; the compiler honours it per type).
+inline constexpr const char* kExcludedKey = "x-pagedllm-excluded";
+
 // Whether the schema has any keyword besides annotations (title, description, $defs, x-...).
 bool has_validation(const nlohmann::ordered_json& s);
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 
+#include "structured/json_schema_merge.h"
 #include "structured/json_schema_parts.h"
 
 #include "structured/json_schema_regular.h"
@@ -339,6 +340,13 @@ int32_t add_number(Grammar& g, const NumberConstraints& c) {
   for (const NumberBound& b : c.upper)
     dfa = intersect(dfa, dfa_from_expr(scratch, lang.at_most(b)));
   if (c.multiple_of) dfa = intersect(dfa, multiple_dfa(*c.multiple_of, c.integer));
+  for (const Decimal& v : c.excluded) {
+    // Every way of writing v (1, 1.0, 1.00, ...) left out.
+    const NumberBound at{v, true};
+    const CharDfa equal = intersect(dfa_from_expr(scratch, lang.at_least(at)),
+                                    dfa_from_expr(scratch, lang.at_most(at)));
+    dfa = intersect(dfa, complement(equal));
+  }
   return add_dfa(g, dfa, false);
 }
 
@@ -352,14 +360,21 @@ int32_t add_number_schema(Grammar& g, const json& schema, bool integer, const st
     // A multiple of 1 is any integer: nothing to add for integers.
     if (!(integer && m.whole == "1" && m.fraction.empty())) c.multiple_of = m;
   }
-  if (integer && !c.multiple_of) return integer_range(g, s);
+  if (s.contains(kExcludedKey)) {
+    for (const json& v : s[kExcludedKey]) {
+      if (v.is_number()) c.excluded.push_back(*decimal_of(v));
+    }
+  }
+  if (integer && !c.multiple_of && c.excluded.empty()) return integer_range(g, s);
   for (const auto& [key, inclusive] : {std::pair{"minimum", true}, {"exclusiveMinimum", false}}) {
     if (number_at(s, key)) c.lower.push_back({decimal_at(s, key, ptr), inclusive});
   }
   for (const auto& [key, inclusive] : {std::pair{"maximum", true}, {"exclusiveMaximum", false}}) {
     if (number_at(s, key)) c.upper.push_back({decimal_at(s, key, ptr), inclusive});
   }
-  if (c.lower.empty() && c.upper.empty() && !c.multiple_of) return any_number(g);
+  if (c.lower.empty() && c.upper.empty() && !c.multiple_of && c.excluded.empty()) {
+    return any_number(g);
+  }
   try {
     return add_number(g, c);
   } catch (const GrammarError& e) {

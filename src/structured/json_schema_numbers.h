@@ -37,6 +37,7 @@ struct NumberBound {
 struct NumberConstraints {
   std::vector<NumberBound> lower, upper;  // all hold
   std::optional<Decimal> multiple_of;     // positive
+  std::vector<Decimal> excluded;          // values it must not be (`not` with enum or const)
   bool integer = false;                   // no fraction part at all
 };
 

@@ -370,6 +370,14 @@ ProductDfa product(const std::vector<const CharDfa*>& parts) {
   return out;
 }
 
+CharDfa complement(const CharDfa& a) {
+  const CharDfa anything = dfa_of_length(0, -1);
+  const ProductDfa p = product({&a, &anything});
+  std::vector<bool> outside;
+  for (const std::vector<bool>& acc : p.accepts) outside.push_back(!acc[0]);
+  return with_accepting(p.dfa, outside);
+}
+
 CharDfa with_accepting(const CharDfa& dfa, const std::vector<bool>& accept) {
   CharDfa out = dfa;
   for (size_t s = 0; s < out.states.size(); ++s) out.states[s].accept = accept[s];

@@ -49,6 +49,9 @@ CharDfa dfa_of_length(int32_t min, int32_t max);
 // The strings both accept; states that cannot reach an accepting one are removed.
 CharDfa intersect(const CharDfa& a, const CharDfa& b);
 
+// The strings `a` does not accept.
+CharDfa complement(const CharDfa& a);
+
 // Several automata run side by side over one string, each state recording which of them accept
 // there (a part with no move for a character drops out and accepts nothing after). Splitting
 // its states by that record gives the regions of patternProperties' keys.

@@ -172,6 +172,14 @@ std::optional<json> rewrite_not(const json& s, const std::string& ptr) {
     }
     return out;
   }
+  json values = n;
+  for (const char* annotation : {"title", "description", "$comment"}) values.erase(annotation);
+  if (values.size() == 1 &&
+      (values.contains("const") || (values.contains("enum") && values["enum"].is_array()))) {
+    // Not one of these values: the compiler leaves them out of each type's language.
+    json excluded = values.contains("const") ? json::array({values["const"]}) : values["enum"];
+    return merge_schemas(rest, json{{kExcludedKey, excluded}}, sub);
+  }
   json only_type = n;
   for (const char* annotation : {"title", "description", "$comment"}) only_type.erase(annotation);
   if (only_type.size() == 1 && only_type.contains("type")) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "structured/json_schema_merge.h"
 #include "structured/json_schema_parts.h"
 #include "structured/json_schema_regular.h"
 #include "structured/regex_compiler.h"
@@ -22,9 +23,12 @@ struct StringConstraints {
   std::string pattern;  // searched: matches anywhere unless anchored
   std::string format;   // the format's regex, matched in full
   bool has_pattern = false;
+  std::vector<std::string> excluded;  // values it must not be (`not` with enum or const)
 
   bool has_length() const { return min_length > 0 || max_length >= 0; }
-  int count() const { return has_length() + has_pattern + !format.empty(); }
+  int count() const {
+    return has_length() + has_pattern + !format.empty() + (excluded.empty() ? 0 : 2);
+  }
 };
 
 StringConstraints constraints_of(const json& s, const std::string& ptr) {
@@ -47,6 +51,11 @@ StringConstraints constraints_of(const json& s, const std::string& ptr) {
     if (format == "regex") schema_fail("unsupported keyword 'format' ('regex')", ptr);
     c.format = format_regex(format);
   }
+  if (s.contains(kExcludedKey)) {
+    for (const json& v : s[kExcludedKey]) {
+      if (v.is_string()) c.excluded.push_back(v.get<std::string>());
+    }
+  }
   return c;
 }
 
@@ -54,8 +63,11 @@ StringConstraints constraints_of(const json& s, const std::string& ptr) {
 int32_t intersected(Grammar& g, const StringConstraints& c, const std::string& ptr) {
   CharDfa dfa;
   try {
-    dfa = c.has_pattern ? dfa_from_regex(c.pattern, true) : dfa_from_regex(c.format, false);
+    dfa = c.has_pattern       ? dfa_from_regex(c.pattern, true)
+          : !c.format.empty() ? dfa_from_regex(c.format, false)
+                              : dfa_of_length(0, -1);
     if (c.has_pattern && !c.format.empty()) dfa = intersect(dfa, dfa_from_regex(c.format, false));
+    if (!c.excluded.empty()) dfa = intersect(dfa, complement(dfa_of_strings(c.excluded)));
     // A length the pattern already implies (^\d{5}$ with maxLength 255) needs no counting.
     const auto [shortest, longest] = length_range(dfa);
     const bool implied =
@@ -68,7 +80,10 @@ int32_t intersected(Grammar& g, const StringConstraints& c, const std::string& p
     if (what.rfind("regex:", 0) == 0) schema_fail(what + " in 'pattern'", ptr);
     schema_fail(std::string("unsupported keyword '") +
                     (c.has_length() ? "maxLength/minLength" : "format") + "' with '" +
-                    (c.has_pattern ? "pattern" : "format") + "': " + what,
+                    (c.has_pattern       ? "pattern"
+                     : !c.format.empty() ? "format"
+                                         : "not") +
+                    "': " + what,
                 ptr);
   }
   return add_dfa(g, dfa, true);

@@ -65,6 +65,28 @@ TEST(JsonSchemaRewrite, NotTypeAndNotEmpty) {
             "unsupported keyword 'not' at '#'");
 }
 
+TEST(JsonSchemaRewrite, NotEnumLeavesTheValuesOutOfEachType) {
+  auto g = schema(R"({"type": ["string", "integer", "boolean", "null"],
+      "not": {"enum": ["none", 0, false, null]}})");
+  EXPECT_TRUE(matches(*g, R"("nonE")"));
+  EXPECT_TRUE(matches(*g, R"("non")"));
+  EXPECT_TRUE(matches(*g, R"("nones")"));
+  EXPECT_FALSE(matches(*g, R"("none")"));
+  EXPECT_TRUE(matches(*g, "7"));
+  EXPECT_FALSE(matches(*g, "0"));
+  EXPECT_TRUE(matches(*g, "true"));
+  EXPECT_FALSE(matches(*g, "false"));
+  EXPECT_FALSE(matches(*g, "null"));
+  auto number = schema(R"({"type": "number", "not": {"const": 1.5}})");
+  EXPECT_FALSE(matches(*number, "1.5"));
+  EXPECT_FALSE(matches(*number, "1.50"));
+  EXPECT_TRUE(matches(*number, "1.25"));
+  auto listed = schema(R"({"enum": ["a", "b"], "not": {"const": "a"}})");
+  EXPECT_FALSE(matches(*listed, R"("a")"));
+  EXPECT_TRUE(matches(*listed, R"("b")"));
+  EXPECT_NE(error_of([] { schema(R"({"not": {"const": [1]}})"); }), "");
+}
+
 TEST(JsonSchemaRewrite, AllOfMergesTwoAnyOfsAndTwoNots) {
   auto g = schema(R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
       {"anyOf": [{"type": "integer", "minimum": 5}, {"type": "string", "maxLength": 2}]}]})");
