@@ -22,16 +22,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Validation keywords this compiler cannot enforce: refused by name.
-const std::set<std::string> kUnsupported = {"if",
-                                            "then",
-                                            "else",
-                                            "contains",
-                                            "minContains",
-                                            "maxContains",
-                                            "unevaluatedProperties",
-                                            "unevaluatedItems",
-                                            "$dynamicRef",
-                                            "$recursiveRef"};
+const std::set<std::string> kUnsupported = {
+    "contains",         "minContains", "maxContains",  "unevaluatedProperties",
+    "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
 const std::set<std::string> kObjectKeywords = {
     "properties",    "required",      "additionalProperties", "patternProperties",
@@ -147,6 +140,7 @@ class SchemaCompiler {
       if (kUnsupported.count(key)) fail("unsupported keyword '" + key + "'", ptr);
     }
     if (auto rewritten = rewrite_not(s, ptr)) return schema(*rewritten, ptr);
+    if (auto rewritten = rewrite_if(s, ptr)) return schema(*rewritten, ptr);
     if (auto rewritten = rewrite_dependencies(s, ptr)) return schema(*rewritten, ptr);
     if (s.contains("$ref") && s["$ref"].is_string()) {
       json rest = s;
@@ -682,6 +676,9 @@ class SchemaCompiler {
         continue;
       }
       if (part.contains("allOf")) part = merge_all_of(part, sub);
+      // Conditionals of several parts cannot merge keyword by keyword; as anyOf lists they
+      // merge pairwise.
+      if (auto rewritten = rewrite_if(part, sub)) part = *rewritten;
       out = merge_schemas(out, part, sub);
     }
     return out;

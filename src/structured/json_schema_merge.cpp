@@ -14,7 +14,7 @@ using json = nlohmann::ordered_json;
 
 // Two anyOf lists merge into every pair of branches: past this many, the grammar would grow
 // too much.
-constexpr size_t kMaxAnyOfProduct = 16;
+constexpr size_t kMaxAnyOfProduct = 32;
 
 json intersect_types(const json& a, const json& b) {
   const auto list = [](const json& t) {

@@ -108,7 +108,71 @@ json without_types(const json& s, const json& not_type, const std::string& ptr) 
   return out;
 }
 
+// The property and values an `if` of the supported form tests; false otherwise.
+bool property_test(const json& cond, std::string& name, json& values, bool& required) {
+  if (!cond.is_object() || !cond.contains("properties") || !cond["properties"].is_object() ||
+      cond["properties"].size() != 1) {
+    return false;
+  }
+  json rest = cond;
+  rest.erase("properties");
+  required = false;
+  if (rest.contains("required")) {
+    if (!rest["required"].is_array() || rest["required"].size() > 1) return false;
+    required = rest["required"].size() == 1;
+    rest.erase("required");
+  }
+  if (has_validation(rest)) return false;
+  name = cond["properties"].begin().key();
+  if (required && cond["required"][0] != json(name)) return false;
+  json test = cond["properties"].begin().value();
+  if (!test.is_object()) return false;
+  if (test.contains("const")) {
+    values = json::array({test["const"]});
+    test.erase("const");
+  } else if (test.contains("enum") && test["enum"].is_array()) {
+    values = test["enum"];
+    test.erase("enum");
+  } else {
+    return false;
+  }
+  test.erase("type");  // the listed values say it
+  return !has_validation(test) && std::none_of(values.begin(), values.end(),
+                                               [](const json& v) { return v.is_structured(); });
+}
+
 }  // namespace
+
+std::optional<json> rewrite_if(const json& s, const std::string& ptr) {
+  if (!s.is_object() || !s.contains("if")) return std::nullopt;
+  json rest = s;
+  for (const char* key : {"if", "then", "else"}) rest.erase(key);
+  const json then = s.contains("then") ? s["then"] : json(true);
+  const json otherwise = s.contains("else") ? s["else"] : json(true);
+  std::string name;
+  json values;
+  bool required = false;
+  if (!property_test(s["if"], name, values, required)) {
+    schema_fail("unsupported keyword 'if'", ptr);
+  }
+  const std::string sub = ptr + "/if";
+  const auto with = [&](const json& branch, const json& extra) {
+    return merge_schemas(merge_schemas(rest, branch, sub), extra, sub);
+  };
+  // Anything but an object passes `if` (properties and required only look at objects).
+  const json not_object = {{"type", json::array({"null", "boolean", "number", "string", "array"})}};
+  const json absent = {{"type", "object"}, {kForbiddenKey, json::array({name})}};
+  const json one_of_them = {{"type", "object"},
+                            {"properties", {{name, {{"enum", values}}}}},
+                            {"required", json::array({name})}};
+  const json another = {{"type", "object"},
+                        {"properties", {{name, {{"not", {{"enum", values}}}}}}},
+                        {"required", json::array({name})}};
+  json branches =
+      json::array({with(then, not_object), with(then, one_of_them),
+                   with(required ? otherwise : then, absent), with(otherwise, another)});
+  return json{{"anyOf", branches}};
+}
 
 std::optional<json> rewrite_dependencies(const json& s, const std::string& ptr) {
   if (!s.is_object()) return std::nullopt;

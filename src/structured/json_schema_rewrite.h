@@ -23,4 +23,11 @@ inline constexpr size_t kMaxDependencies = 6;
 std::optional<nlohmann::ordered_json> rewrite_not(const nlohmann::ordered_json& s,
                                                   const std::string& ptr);
 
+// if/then/else when `if` tests one property against listed values ({"properties": {"p":
+// {"const": v}}}, enum too, "required": ["p"] or not): anyOf over "not an object", "p absent",
+// "p one of the values" (with then) and "p another value" (with else). nullopt when `s` has no
+// `if`; GrammarError for other forms of `if`.
+std::optional<nlohmann::ordered_json> rewrite_if(const nlohmann::ordered_json& s,
+                                                 const std::string& ptr);
+
 }  // namespace pagedllm::structured

@@ -87,6 +87,28 @@ TEST(JsonSchemaRewrite, NotEnumLeavesTheValuesOutOfEachType) {
   EXPECT_NE(error_of([] { schema(R"({"not": {"const": [1]}})"); }), "");
 }
 
+TEST(JsonSchemaRewrite, IfThenElseOnAPropertysValue) {
+  auto g = schema(R"({"type": "object", "properties": {"kind": {"type": "string"},
+      "url": {"type": "string"}, "path": {"type": "string"}},
+      "if": {"properties": {"kind": {"const": "web"}}}, "then": {"required": ["url"]},
+      "else": {"required": ["path"]}})");
+  EXPECT_TRUE(matches(*g, R"({"kind":"web","url":"u"})"));
+  EXPECT_FALSE(matches(*g, R"({"kind":"web","path":"p"})"));
+  EXPECT_TRUE(matches(*g, R"({"kind":"file","path":"p"})"));
+  EXPECT_FALSE(matches(*g, R"({"kind":"file","url":"u"})"));
+  // No "kind": `if` holds (properties only looks at present names), so `then` applies.
+  EXPECT_TRUE(matches(*g, R"({"url":"u"})"));
+  EXPECT_FALSE(matches(*g, R"({"path":"p"})"));
+  auto two = schema(R"({"type": "object", "allOf": [
+      {"if": {"properties": {"a": {"const": 1}}, "required": ["a"]}, "then": {"required": ["b"]}},
+      {"if": {"properties": {"c": {"const": 1}}, "required": ["c"]}, "then": {"required": ["d"]}}]})");
+  EXPECT_TRUE(matches(*two, R"({"a":1,"c":2,"b":0})"));  // undeclared required names come last
+  EXPECT_FALSE(matches(*two, R"({"a":1,"c":2})"));
+  EXPECT_FALSE(matches(*two, R"({"a":0,"c":1})"));
+  EXPECT_EQ(error_of([] { schema(R"({"if": {"maximum": 5}, "then": {"minimum": 5}})"); }),
+            "unsupported keyword 'if' at '#'");
+}
+
 TEST(JsonSchemaRewrite, AllOfMergesTwoAnyOfsAndTwoNots) {
   auto g = schema(R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
       {"anyOf": [{"type": "integer", "minimum": 5}, {"type": "string", "maxLength": 2}]}]})");
