@@ -274,10 +274,7 @@ class SchemaCompiler {
       // Keywords of one kind alone say the type (what every real-world schema means).
       const auto uses = [&](const std::set<std::string>& keys) {
         for (const auto& [key, v] : s.items()) {
-          // An unknown format is an annotation: it says nothing of the type.
-          const bool annotation =
-              key == "format" && (!v.is_string() || format_regex(v.get<std::string>()).empty());
-          if (keys.count(key) && !annotation) return true;
+          if (keys.count(key) && !vacuous(key, v)) return true;
         }
         return false;
       };
@@ -298,6 +295,17 @@ class SchemaCompiler {
       std::erase(types, std::string("integer"));
     }
     return types;
+  }
+
+  // A keyword that allows everything says nothing of the type: an unknown format (an
+  // annotation), additionalProperties or items true, empty properties or required.
+  static bool vacuous(const std::string& key, const json& v) {
+    if (key == "format") return !v.is_string() || format_regex(v.get<std::string>()).empty();
+    if (key == "additionalProperties" || key == "items") {
+      return v == json(true) || v == json::object();
+    }
+    if (key == "properties" || key == "required") return v.empty();
+    return false;
   }
 
   int32_t typed(const json& s, const std::string& type, const std::string& ptr) {

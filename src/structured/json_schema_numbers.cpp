@@ -284,6 +284,59 @@ int32_t any_number(Grammar& g) {
                                   g.optional(g.alt({g.literal("+"), g.literal("-")})), digits}))});
 }
 
+// -1, 0 or 1 as a is below, equal to or above b.
+int compare(const Decimal& a, const Decimal& b) {
+  if (a.negative != b.negative) return a.negative ? -1 : 1;
+  int magnitude = 0;
+  if (a.whole.size() != b.whole.size()) {
+    magnitude = a.whole.size() < b.whole.size() ? -1 : 1;
+  } else if (a.whole != b.whole) {
+    magnitude = a.whole < b.whole ? -1 : 1;
+  } else if (a.fraction != b.fraction) {
+    magnitude = a.fraction < b.fraction ? -1 : 1;  // no trailing zeros: text order is value order
+  }
+  return a.negative ? -magnitude : magnitude;
+}
+
+Decimal decimal(const char* text) {
+  return *decimal_of(json::parse(text));
+}
+
+// Whether every number strictly between lo and hi satisfies the bounds (callers pass a lo or
+// hi a little outside a closed end).
+bool bounds_hold_on(const NumberConstraints& c, std::optional<Decimal> lo,
+                    std::optional<Decimal> hi) {
+  for (const NumberBound& b : c.lower) {
+    if (!lo || compare(b.value, *lo) > 0) return false;
+  }
+  for (const NumberBound& b : c.upper) {
+    if (!hi || compare(b.value, *hi) < 0) return false;
+  }
+  return true;
+}
+
+// Numbers written with an exponent (how serializers write 1e-06 or 1e+20): the digit automata
+// cannot compare them, so each form is allowed only where every number it can write is
+// within the bounds: [1-9](.d+)?e-k lies strictly between 0 and 1, e+k at 10 or above.
+int32_t exponent_forms(Grammar& g, const NumberConstraints& c) {
+  if (c.integer || c.multiple_of || !c.excluded.empty()) return g.nothing();
+  const int32_t digit = g.byte_range('0', '9');
+  const int32_t mantissa =
+      g.seq({g.byte_range('1', '9'), g.optional(g.seq({g.literal("."), g.repeat(digit, 1, -1)}))});
+  const int32_t positive_exponent =
+      g.seq({g.repeat(g.literal("0"), 0, -1), g.byte_range('1', '9'), g.repeat(digit, 0, -1)});
+  const int32_t e = g.alt({g.literal("e"), g.literal("E")});
+  const int32_t small = g.seq({mantissa, e, g.literal("-"), positive_exponent});
+  const int32_t large = g.seq({mantissa, e, g.optional(g.literal("+")), positive_exponent});
+  const int32_t minus = g.literal("-");
+  std::vector<int32_t> alts;
+  if (bounds_hold_on(c, decimal("0"), decimal("1"))) alts.push_back(small);
+  if (bounds_hold_on(c, decimal("-1"), decimal("0"))) alts.push_back(g.seq({minus, small}));
+  if (bounds_hold_on(c, decimal("9"), std::nullopt)) alts.push_back(large);
+  if (bounds_hold_on(c, std::nullopt, decimal("-9"))) alts.push_back(g.seq({minus, large}));
+  return g.alt(std::move(alts));
+}
+
 Decimal decimal_at(const json& s, const char* key, const std::string& ptr) {
   const auto d = decimal_of(s[key]);
   if (!d) schema_fail(std::string("'") + key + "' is not a number of a supported size", ptr);
@@ -376,7 +429,7 @@ int32_t add_number_schema(Grammar& g, const json& schema, bool integer, const st
     return any_number(g);
   }
   try {
-    return add_number(g, c);
+    return g.alt({add_number(g, c), exponent_forms(g, c)});
   } catch (const GrammarError& e) {
     schema_fail(std::string("unsupported keyword 'multipleOf': ") + e.what(), ptr);
   }

@@ -59,7 +59,7 @@ TEST(JsonSchemaNumbers, ExclusiveBoundsLeaveTheBoundOut) {
   EXPECT_FALSE(matches(*d4, "-2"));
   EXPECT_FALSE(matches(*d4, "-2.0"));
   EXPECT_TRUE(matches(*d4, "-1.99"));
-  EXPECT_TRUE(matches(*d4, "1e3") == false);  // bounded numbers have no exponent
+  EXPECT_TRUE(matches(*d4, "1e3"));  // no upper bound: every e+k number is within
   auto below_zero = schema(R"({"type": "number", "exclusiveMaximum": 0})");
   EXPECT_TRUE(matches(*below_zero, "-0.01"));
   EXPECT_FALSE(matches(*below_zero, "-0"));
@@ -95,6 +95,20 @@ TEST(JsonSchemaNumbers, DecimalMultiples) {
   auto whole = schema(R"({"type": "number", "multipleOf": 5})");
   EXPECT_TRUE(matches(*whole, "15.0"));
   EXPECT_FALSE(matches(*whole, "15.5"));
+}
+
+TEST(JsonSchemaNumbers, ExponentFormsOnlyWhereTheBoundsHoldForAllOfThem) {
+  auto unit = schema(R"({"type": "number", "minimum": 0, "maximum": 1})");
+  EXPECT_TRUE(matches(*unit, "1e-06"));
+  EXPECT_TRUE(matches(*unit, "2.5E-3"));
+  EXPECT_FALSE(matches(*unit, "1e+06"));
+  EXPECT_FALSE(matches(*unit, "-1e-06"));
+  EXPECT_FALSE(matches(*unit, "1e-0"));  // 1 by value, but e-0 is not of the small form
+  auto tight = schema(R"({"type": "number", "minimum": 0.001, "maximum": 1})");
+  EXPECT_FALSE(matches(*tight, "1e-06"));  // some e-k numbers are below 0.001
+  auto large = schema(R"({"type": "number", "minimum": 5})");
+  EXPECT_TRUE(matches(*large, "1.5e+20"));
+  EXPECT_FALSE(matches(*large, "1e-06"));
 }
 
 TEST(JsonSchemaNumbers, HugeModulusIsAnErrorNamingMultipleOf) {

@@ -66,6 +66,17 @@ TEST(JsonSchemaObjects, PropertyCountsOfAdditionalMembers) {
             "unsupported keyword 'minProperties' at '#'");
 }
 
+TEST(JsonSchemaObjects, VacuousKeywordsSayNothingOfTheType) {
+  // Object keywords alone make a schema an object one, unless they allow everything.
+  auto g = schema(R"({"additionalProperties": true, "properties": {}, "required": []})");
+  EXPECT_TRUE(matches(*g, R"("text")"));
+  EXPECT_TRUE(matches(*g, "5"));
+  auto typed = schema(R"({"properties": {"a": {}}})");
+  EXPECT_FALSE(matches(*typed, R"("text")"));
+  auto format = schema(R"({"format": "positiveInteger"})");  // unknown: an annotation
+  EXPECT_TRUE(matches(*format, "1"));
+}
+
 TEST(JsonSchemaRegular, ProductSplitsKeysByMatchingParts) {
   const CharDfa a = dfa_from_regex("^a", true), b = dfa_from_regex("b$", true);
   const ProductDfa p = product({&a, &b});
