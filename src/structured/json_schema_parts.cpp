@@ -1,6 +1,7 @@
 #include "structured/json_schema_parts.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace pagedllm::structured {
@@ -228,6 +229,15 @@ int32_t add_json_literal(Grammar& g, const nlohmann::ordered_json& value, int32_
     }
     items.insert(items.end(), {ws, g.literal("}")});
     return g.seq(std::move(items));
+  }
+  if (value.is_number()) {
+    // 2 and 2.0 are the same value: an integral number may be written either way.
+    const double v = value.get<double>();
+    if (std::floor(v) == v && std::fabs(v) < 1e15) {
+      const std::string whole = std::to_string(static_cast<int64_t>(v));
+      const std::string sign = std::signbit(v) && v == 0 ? "-" : "";
+      return g.alt({g.literal(sign + whole), g.literal(sign + whole + ".0")});
+    }
   }
   return g.literal(value.dump());
 }

@@ -111,6 +111,16 @@ TEST(JsonSchemaNumbers, ExponentFormsOnlyWhereTheBoundsHoldForAllOfThem) {
   EXPECT_FALSE(matches(*large, "1e-06"));
 }
 
+TEST(JsonSchemaNumbers, ListedIntegralNumbersInEitherSpelling) {
+  auto g = schema(R"({"enum": [2.0, 3, 1.5]})");
+  EXPECT_TRUE(matches(*g, "2"));
+  EXPECT_TRUE(matches(*g, "2.0"));
+  EXPECT_TRUE(matches(*g, "3.0"));
+  EXPECT_TRUE(matches(*g, "1.5"));
+  EXPECT_FALSE(matches(*g, "2.5"));
+  EXPECT_FALSE(matches(*g, "3.5"));
+}
+
 TEST(JsonSchemaNumbers, HugeModulusIsAnErrorNamingMultipleOf) {
   EXPECT_EQ(error_of([] { schema(R"({"items": {"type": "integer", "multipleOf": 1000000007}})"); }),
             "unsupported keyword 'multipleOf': multipleOf needs an automaton over 6000 states at "
