@@ -13,6 +13,7 @@
 #include "structured/json_schema_regular.h"
 #include "structured/json_schema_rewrite.h"
 #include "structured/json_schema_strings.h"
+#include "structured/json_schema_validate.h"
 #include "structured/regex_compiler.h"
 
 namespace pagedllm::structured {
@@ -178,9 +179,16 @@ class SchemaCompiler {
       return g_.alt(std::move(alts));
     }
     const json excluded = s.contains(kExcludedKey) ? s[kExcludedKey] : json::array();
+    // Other keywords beside the listed values filter them (a value they rule out for sure
+    // is dropped); long lists are left as they are.
+    json others = s;
+    for (const char* key : {"enum", "const", "type"}) others.erase(key);
+    const size_t listed = s.contains("enum") && s["enum"].is_array() ? s["enum"].size() : 1;
+    const bool filter = listed <= 256 && has_validation(others);
     const auto allowed = [&](const json& v) {
       return value_fits_type(v, s) &&
-             std::find(excluded.begin(), excluded.end(), v) == excluded.end();
+             std::find(excluded.begin(), excluded.end(), v) == excluded.end() &&
+             (!filter || validate(v, others) != Verdict::kInvalid);
     };
     if (s.contains("const")) {
       return allowed(s["const"]) ? add_json_literal(g_, s["const"], ws_) : g_.nothing();

@@ -6,6 +6,7 @@
 #include "structured/json_schema_merge.h"
 #include "structured/json_schema_one_of.h"
 #include "structured/json_schema_parts.h"
+#include "structured/json_schema_validate.h"
 
 namespace pagedllm::structured {
 
@@ -141,6 +142,24 @@ bool property_test(const json& cond, std::string& name, json& values, bool& requ
                                                [](const json& v) { return v.is_structured(); });
 }
 
+// A schema listing its values, with `not`: the values `n` holds for are dropped, each checked
+// on its own.
+json listed_not(const json& rest, const json& n, const std::string& ptr) {
+  json out = rest;
+  const bool is_const = rest.contains("const");
+  const json values = is_const ? json::array({rest["const"]}) : rest["enum"];
+  if (!values.is_array()) schema_fail("enum is not a list", ptr);
+  json kept = json::array();
+  for (const json& v : values) {
+    const Verdict verdict = validate(v, n);
+    if (verdict == Verdict::kUnknown) schema_fail("unsupported keyword 'not'", ptr);
+    if (verdict == Verdict::kInvalid) kept.push_back(v);
+  }
+  if (is_const) return kept.empty() ? json(false) : out;
+  out["enum"] = kept;
+  return out;
+}
+
 }  // namespace
 
 std::optional<json> rewrite_if(const json& s, const std::string& ptr) {
@@ -215,6 +234,7 @@ std::optional<json> rewrite_not(const json& s, const std::string& ptr) {
   if (n.is_boolean()) return n.get<bool>() ? json(false) : rest;
   if (!n.is_object()) schema_fail("not is not a schema", ptr);
   if (!has_validation(n)) return json(false);  // not {} matches nothing
+  if (rest.contains("enum") || rest.contains("const")) return listed_not(rest, n, ptr);
   if (auto names = required_only(n)) {
     // Not all of them: one at least is absent.
     json branches = json::array();

@@ -109,6 +109,27 @@ TEST(JsonSchemaRewrite, IfThenElseOnAPropertysValue) {
             "unsupported keyword 'if' at '#'");
 }
 
+TEST(JsonSchemaRewrite, NotOverListedValuesChecksEachValue) {
+  auto g = schema(R"({"allOf": [{"enum": [1, "a", {"foo": 2}, [1, 1]]},
+      {"not": {"anyOf": [{"type": "string"},
+          {"type": "object", "properties": {"foo": {"minimum": 2}}},
+          {"type": "array", "uniqueItems": true}]}}]})");
+  EXPECT_TRUE(matches(*g, "1"));
+  EXPECT_TRUE(matches(*g, "[1,1]"));          // not unique, so `not` holds
+  EXPECT_FALSE(matches(*g, R"("a")"));        // a string
+  EXPECT_FALSE(matches(*g, R"({"foo":2})"));  // foo >= 2
+  // A keyword the check does not know: no guess.
+  EXPECT_EQ(error_of([] { schema(R"({"enum": [1], "not": {"$ref": "#"}})"); }),
+            "unsupported keyword 'not' at '#'");
+}
+
+TEST(JsonSchemaRewrite, ListedValuesAreFilteredByTheOtherKeywords) {
+  auto g = schema(R"({"enum": ["a", "abc", 7], "maxLength": 2})");
+  EXPECT_TRUE(matches(*g, R"("a")"));
+  EXPECT_FALSE(matches(*g, R"("abc")"));
+  EXPECT_TRUE(matches(*g, "7"));  // maxLength says nothing of numbers
+}
+
 TEST(JsonSchemaRewrite, AllOfMergesTwoAnyOfsAndTwoNots) {
   auto g = schema(R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
       {"anyOf": [{"type": "integer", "minimum": 5}, {"type": "string", "maxLength": 2}]}]})");
