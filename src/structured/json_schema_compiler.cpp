@@ -137,6 +137,7 @@ class SchemaCompiler {
   int32_t schema_inner(const json& s, const std::string& ptr) {
     if (s.is_boolean()) return s.get<bool>() ? any_value() : g_.nothing();
     if (!s.is_object()) fail("schema is not an object", ptr);
+    if (auto listed = checked_values(s)) return *listed;
     for (const auto& [key, v] : s.items()) {
       if (kUnsupported.count(key)) fail("unsupported keyword '" + key + "'", ptr);
     }
@@ -233,6 +234,25 @@ class SchemaCompiler {
     std::vector<int32_t> alts = {add_string_dfa(g_, *exact)};
     for (size_t i = 0; i < others.size(); ++i) {
       alts.push_back(schema(others[i], ptr + "/oneOf"));
+    }
+    return g_.alt(std::move(alts));
+  }
+
+  // A schema that lists its values (enum, const): each value checked against all the other
+  // keywords, whatever they are (not, oneOf, if, ...), when the check gives every value a
+  // verdict; nullopt sends the schema down the keyword-by-keyword path.
+  std::optional<int32_t> checked_values(const json& s) {
+    const bool is_const = s.contains("const");
+    if (!is_const && !(s.contains("enum") && s["enum"].is_array())) return std::nullopt;
+    json rest = s;
+    rest.erase(is_const ? "const" : "enum");
+    const json values = is_const ? json::array({s["const"]}) : s["enum"];
+    if (!has_validation(rest) || values.size() > 256) return std::nullopt;
+    std::vector<int32_t> alts;
+    for (const json& v : values) {
+      const Verdict verdict = validate(v, rest);
+      if (verdict == Verdict::kUnknown) return std::nullopt;
+      if (verdict == Verdict::kValid) alts.push_back(add_json_literal(g_, v, ws_));
     }
     return g_.alt(std::move(alts));
   }
@@ -334,23 +354,6 @@ class SchemaCompiler {
     if (type == "string") return add_string_schema(g_, s, ptr);
     if (type == "array") return array(s, ptr);
     return object(s, ptr);
-  }
-
-  // --- numbers ---
-
-  int32_t natural() {
-    return g_.alt({g_.literal("0"),
-                   g_.seq({g_.byte_range('1', '9'), g_.repeat(g_.byte_range('0', '9'), 0, -1)})});
-  }
-
-  int32_t fraction() {
-    return g_.seq({g_.literal("."), g_.repeat(g_.byte_range('0', '9'), 1, -1)});
-  }
-
-  int32_t exponent() {
-    return g_.seq({g_.alt({g_.literal("e"), g_.literal("E")}),
-                   g_.optional(g_.alt({g_.literal("+"), g_.literal("-")})),
-                   g_.repeat(g_.byte_range('0', '9'), 1, -1)});
   }
 
   // --- arrays ---
@@ -708,8 +711,7 @@ class SchemaCompiler {
     const int32_t value = g_.ref(any_rule_);
     const int32_t sep = g_.seq({ws_, g_.literal(","), ws_});
     const int32_t string = g_.seq({g_.literal("\""), g_.json_chars(0, -1), g_.literal("\"")});
-    const int32_t number = g_.seq({g_.optional(g_.literal("-")), natural(), g_.optional(fraction()),
-                                   g_.optional(exponent())});
+    const int32_t number = add_any_number(g_);
     const int32_t array =
         g_.seq({g_.literal("["), ws_,
                 g_.optional(g_.seq({value, g_.repeat(g_.seq({sep, value}), 0, -1), ws_})),

@@ -273,17 +273,6 @@ int32_t integer_range(Grammar& g, const json& s) {
                        g.seq({g.byte_range('1', '9'), g.repeat(g.byte_range('0', '9'), 0, -1)})})});
 }
 
-// Any number, exponents included (only unconstrained numbers may have one).
-int32_t any_number(Grammar& g) {
-  const int32_t digits = g.repeat(g.byte_range('0', '9'), 1, -1);
-  return g.seq({g.optional(g.literal("-")),
-                g.alt({g.literal("0"),
-                       g.seq({g.byte_range('1', '9'), g.repeat(g.byte_range('0', '9'), 0, -1)})}),
-                g.optional(g.seq({g.literal("."), digits})),
-                g.optional(g.seq({g.alt({g.literal("e"), g.literal("E")}),
-                                  g.optional(g.alt({g.literal("+"), g.literal("-")})), digits}))});
-}
-
 // -1, 0 or 1 as a is below, equal to or above b.
 int compare(const Decimal& a, const Decimal& b) {
   if (a.negative != b.negative) return a.negative ? -1 : 1;
@@ -403,6 +392,16 @@ int32_t add_number(Grammar& g, const NumberConstraints& c) {
   return add_dfa(g, dfa, false);
 }
 
+int32_t add_any_number(Grammar& g) {
+  const int32_t digits = g.repeat(g.byte_range('0', '9'), 1, -1);
+  return g.seq({g.optional(g.literal("-")),
+                g.alt({g.literal("0"),
+                       g.seq({g.byte_range('1', '9'), g.repeat(g.byte_range('0', '9'), 0, -1)})}),
+                g.optional(g.seq({g.literal("."), digits})),
+                g.optional(g.seq({g.alt({g.literal("e"), g.literal("E")}),
+                                  g.optional(g.alt({g.literal("+"), g.literal("-")})), digits}))});
+}
+
 int32_t add_number_schema(Grammar& g, const json& schema, bool integer, const std::string& ptr) {
   const json s = numeric_bounds(schema);
   NumberConstraints c;
@@ -426,7 +425,7 @@ int32_t add_number_schema(Grammar& g, const json& schema, bool integer, const st
     if (number_at(s, key)) c.upper.push_back({decimal_at(s, key, ptr), inclusive});
   }
   if (c.lower.empty() && c.upper.empty() && !c.multiple_of && c.excluded.empty()) {
-    return any_number(g);
+    return add_any_number(g);
   }
   try {
     return g.alt({add_number(g, c), exponent_forms(g, c)});

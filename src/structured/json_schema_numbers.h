@@ -45,6 +45,9 @@ struct NumberConstraints {
 // GrammarError when the automaton would be too large (a huge modulus).
 int32_t add_number(Grammar& g, const NumberConstraints& c);
 
+// Any JSON number, exponents included (only unconstrained numbers may have one).
+int32_t add_any_number(Grammar& g);
+
 // The number or integer schema `s` (minimum, maximum, both exclusive forms including draft 4's
 // booleans, multipleOf); `ptr` names it in errors.
 int32_t add_number_schema(Grammar& g, const nlohmann::ordered_json& s, bool integer,

@@ -209,6 +209,26 @@ Verdict check_keyword(const json& v, const std::string& key, const json& k, cons
     return listed == (key == "enum") ? Verdict::kValid : Verdict::kInvalid;
   }
   if (key == "const") return v == k ? Verdict::kValid : Verdict::kInvalid;
+  if (key == "if") {
+    const Verdict cond = check(v, k);
+    if (cond == Verdict::kUnknown) return cond;
+    const char* branch = cond == Verdict::kValid ? "then" : "else";
+    return s.contains(branch) ? check(v, s[branch]) : Verdict::kValid;
+  }
+  if (key == "then" || key == "else") return Verdict::kValid;  // with `if` only
+  if (key == "dependencies" || key == "dependentRequired" || key == "dependentSchemas") {
+    if (!v.is_object() || !k.is_object()) return Verdict::kValid;
+    AllOf all;
+    for (const auto& [name, dep] : k.items()) {
+      if (!v.contains(name)) continue;
+      if (!dep.is_array()) {
+        all.add(check(v, dep));
+        continue;
+      }
+      for (const json& r : dep) all.add(r.is_string() && v.contains(r.get<std::string>()));
+    }
+    return all.result();
+  }
   if (key == "not" || key == "allOf" || key == "anyOf" || key == "oneOf") {
     return check_combinator(v, key, k);
   }

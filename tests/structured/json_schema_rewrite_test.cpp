@@ -130,6 +130,15 @@ TEST(JsonSchemaRewrite, ListedValuesAreFilteredByTheOtherKeywords) {
   EXPECT_TRUE(matches(*g, "7"));  // maxLength says nothing of numbers
 }
 
+TEST(JsonSchemaRewrite, ListedValuesAreCheckedAgainstAnyKeyword) {
+  auto g = schema(R"({"enum": [1, 2, 3], "oneOf": [{"minimum": 2}, {"maximum": 2}]})");
+  EXPECT_TRUE(matches(*g, "1"));
+  EXPECT_FALSE(matches(*g, "2"));  // both branches
+  EXPECT_TRUE(matches(*g, "3"));
+  auto cond = schema(R"({"const": "x", "if": {"type": "string"}, "then": {"minLength": 2}})");
+  EXPECT_FALSE(matches(*cond, R"("x")"));
+}
+
 TEST(JsonSchemaRewrite, AllOfMergesTwoAnyOfsAndTwoNots) {
   auto g = schema(R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
       {"anyOf": [{"type": "integer", "minimum": 5}, {"type": "string", "maxLength": 2}]}]})");
