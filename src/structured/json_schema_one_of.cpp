@@ -190,6 +190,70 @@ std::vector<json> with_required(std::vector<json> branches, const std::string& n
   return branches;
 }
 
+// Whether a branch only ever matches objects as compiled: typed "object", or untyped with
+// object keywords and annotations only (the compiler then reads it as an object schema).
+bool object_only(const json& b) {
+  static const std::set<std::string> kObject = {"properties",
+                                                "required",
+                                                "additionalProperties",
+                                                "patternProperties",
+                                                "propertyNames",
+                                                "minProperties",
+                                                "maxProperties",
+                                                kForbiddenKey,
+                                                "title",
+                                                "description",
+                                                "$comment",
+                                                "examples",
+                                                "default",
+                                                "$schema",
+                                                "$id",
+                                                "id"};
+  if (!b.is_object()) return false;
+  if (b.contains("type")) return b["type"] == json("object");
+  if (!b.contains("properties") && !b.contains("required")) return false;
+  for (const auto& [key, v] : b.items()) {
+    if (!kObject.count(key)) return false;
+  }
+  return true;
+}
+
+// Object branches that may overlap: branch i forbids, for each branch j it is not provably
+// disjoint from, a name j requires and i does not. An object of i' then never matches j, so
+// the union of the rewritten branches lies inside oneOf (objects of i carrying that name are
+// left out: a name i does not declare is chosen where there is one).
+bool rewrite_forbidding_names(const std::vector<json>& branches, std::vector<json>& out,
+                              std::string& why) {
+  if (!std::all_of(branches.begin(), branches.end(), object_only)) return false;
+  out = branches;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const std::set<std::string> mine = required_of(branches[i]);
+    std::set<std::string> forbidden;
+    for (size_t j = 0; j < branches.size(); ++j) {
+      if (j == i || provably_disjoint(branches[i], branches[j])) continue;
+      std::optional<std::string> pick;
+      for (const std::string& r : required_of(branches[j])) {
+        if (mine.count(r)) continue;
+        const bool declared = branches[i].contains("properties") &&
+                              branches[i]["properties"].is_object() &&
+                              branches[i]["properties"].contains(r);
+        if (!pick || !declared) pick = r;
+        if (!declared) break;
+      }
+      if (!pick) {
+        why = "branches " + std::to_string(i) + " and " + std::to_string(j) + " may overlap";
+        return false;
+      }
+      forbidden.insert(*pick);
+    }
+    if (forbidden.empty()) continue;
+    json& b = out[i];
+    if (!b.contains(kForbiddenKey)) b[kForbiddenKey] = json::array();
+    for (const std::string& f : forbidden) b[kForbiddenKey].push_back(f);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool exclusive_branches(const std::vector<json>& branches, std::vector<json>& out,
@@ -206,7 +270,7 @@ bool exclusive_branches(const std::vector<json>& branches, std::vector<json>& ou
     for (size_t j = i + 1; j < branches.size(); ++j) {
       if (!provably_disjoint(branches[i], branches[j])) {
         why = "branches " + std::to_string(i) + " and " + std::to_string(j) + " may overlap";
-        return false;
+        return rewrite_forbidding_names(branches, out, why);
       }
     }
   }

@@ -20,6 +20,19 @@ TEST(JsonSchemaOneOf, DiscriminatorNotRequiredBecomesRequired) {
   EXPECT_FALSE(matches(*g, R"({"value":1})"));
 }
 
+TEST(JsonSchemaOneOf, OpenObjectBranchesForbidTheOthersRequiredNames) {
+  auto g = schema(R"({"oneOf": [
+      {"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"]},
+      {"type": "object", "properties": {"email": {"type": "string"},
+          "key": {"type": "string"}}, "required": ["email", "key"]}]})");
+  EXPECT_TRUE(matches(*g, R"({"token":"t"})"));
+  EXPECT_TRUE(matches(*g, R"({"token":"t","other":1})"));
+  EXPECT_TRUE(matches(*g, R"({"email":"e","key":"k"})"));
+  // Both branches match: oneOf fails, and the grammar leaves it out.
+  EXPECT_FALSE(matches(*g, R"({"token":"t","email":"e","key":"k"})"));
+  EXPECT_FALSE(matches(*g, R"({"email":"e","key":"k","token":"t"})"));
+}
+
 TEST(JsonSchemaOneOf, OverlappingStringBranchesAllowExactlyOne) {
   auto g = schema(R"({"oneOf": [{"type": "string", "pattern": "customer"},
       {"type": "string", "pattern": "maker"}, {"type": "null"}]})");
