@@ -103,6 +103,8 @@ json merge_schemas(const json& a, const json& b, const std::string& ptr) {
         if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
       }
       mine = both;
+    } else if (key == "allOf" && mine.is_array() && v.is_array()) {
+      for (const json& part : v) mine.push_back(part);  // all of both lists
     } else if (key == "not") {
       // Neither a nor b: not (a or b).
       mine = json{{"anyOf", json::array({mine, v})}};

@@ -175,8 +175,10 @@ std::optional<json> rewrite_if(const json& s, const std::string& ptr) {
     schema_fail("unsupported keyword 'if'", ptr);
   }
   const std::string sub = ptr + "/if";
+  // As allOf, merged by the compiler once $refs are inlined: the schema's own properties keep
+  // coming first, before those a $ref in then/else brings.
   const auto with = [&](const json& branch, const json& extra) {
-    return merge_schemas(merge_schemas(rest, branch, sub), extra, sub);
+    return json{{"allOf", json::array({rest, branch, extra})}};
   };
   // Anything but an object passes `if` (properties and required only look at objects).
   const json not_object = {{"type", json::array({"null", "boolean", "number", "string", "array"})}};
