@@ -12,6 +12,55 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// The keywords validators act on; two different values of any other key (an extension such as
+// "markdownDescription") are annotations, and the first is kept.
+const std::set<std::string> kKeywords = {"type",
+                                         "enum",
+                                         "const",
+                                         "properties",
+                                         "required",
+                                         "additionalProperties",
+                                         "patternProperties",
+                                         "propertyNames",
+                                         "minProperties",
+                                         "maxProperties",
+                                         "items",
+                                         "prefixItems",
+                                         "additionalItems",
+                                         "minItems",
+                                         "maxItems",
+                                         "uniqueItems",
+                                         "contains",
+                                         "minContains",
+                                         "maxContains",
+                                         "minLength",
+                                         "maxLength",
+                                         "pattern",
+                                         "format",
+                                         "minimum",
+                                         "maximum",
+                                         "exclusiveMinimum",
+                                         "exclusiveMaximum",
+                                         "multipleOf",
+                                         "allOf",
+                                         "anyOf",
+                                         "oneOf",
+                                         "not",
+                                         "if",
+                                         "then",
+                                         "else",
+                                         "dependencies",
+                                         "dependentRequired",
+                                         "dependentSchemas",
+                                         "$ref",
+                                         "unevaluatedProperties",
+                                         "unevaluatedItems",
+                                         "nullable",
+                                         "$dynamicRef",
+                                         "$recursiveRef",
+                                         kForbiddenKey,
+                                         kExcludedKey};
+
 // Two anyOf lists merge into every pair of branches: past this many, the grammar would grow
 // too much.
 constexpr size_t kMaxAnyOfProduct = 32;
@@ -61,7 +110,7 @@ bool has_validation(const json& s) {
                                                      "contentEncoding"};
   for (const auto& [key, v] : s.items()) {
     // The forbidden names of the oneOf and `not` rewrites are validation, not an extension.
-    if (key == kForbiddenKey || key == kExcludedKey) return true;
+    if (key == kForbiddenKey || key == kExcludedKey || key == kPatternsKey) return true;
     if (!kAnnotations.count(key) && key.rfind("x-", 0) != 0) return true;
   }
   return false;
@@ -82,7 +131,8 @@ json merge_schemas(const json& a, const json& b, const std::string& ptr) {
       for (const auto& [name, sub] : v.items()) {
         mine[name] = mine.contains(name) ? json{{"allOf", json::array({mine[name], sub})}} : sub;
       }
-    } else if (key == "required" || key == kForbiddenKey || key == kExcludedKey) {
+    } else if (key == "required" || key == kForbiddenKey || key == kExcludedKey ||
+               key == kPatternsKey) {
       for (const json& r : v) {
         if (std::find(mine.begin(), mine.end(), r) == mine.end()) mine.push_back(r);
       }
@@ -103,6 +153,10 @@ json merge_schemas(const json& a, const json& b, const std::string& ptr) {
         if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
       }
       mine = both;
+    } else if (key == "pattern") {
+      // Both must match: the string compiler intersects them.
+      if (!out.contains(kPatternsKey)) out[kPatternsKey] = json::array();
+      out[kPatternsKey].push_back(v);
     } else if (key == "allOf" && mine.is_array() && v.is_array()) {
       for (const json& part : v) mine.push_back(part);  // all of both lists
     } else if (key == "not") {
@@ -116,7 +170,7 @@ json merge_schemas(const json& a, const json& b, const std::string& ptr) {
         for (const json& y : v) pairs.push_back(merge_schemas(x, y, ptr));
       }
       mine = pairs;
-    } else if (has_validation(json{{key, v}})) {
+    } else if (kKeywords.count(key)) {
       schema_fail("allOf with two different '" + key + "'", ptr);
     }
   }

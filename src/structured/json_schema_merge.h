@@ -13,6 +13,9 @@ namespace pagedllm::structured {
 // rewritten; the compiler honours it per type).
 inline constexpr const char* kExcludedKey = "x-pagedllm-excluded";
 
+// The key listing further patterns a string must match (allOf with two different `pattern`s).
+inline constexpr const char* kPatternsKey = "x-pagedllm-patterns";
+
 // Whether the schema has any keyword besides annotations (title, description, $defs, x-...).
 bool has_validation(const nlohmann::ordered_json& s);
 

@@ -23,11 +23,13 @@ struct StringConstraints {
   std::string pattern;  // searched: matches anywhere unless anchored
   std::string format;   // the format's regex, matched in full
   bool has_pattern = false;
-  std::vector<std::string> excluded;  // values it must not be (`not` with enum or const)
+  std::vector<std::string> excluded;       // values it must not be (`not` with enum or const)
+  std::vector<std::string> more_patterns;  // from allOf parts with other patterns
 
   bool has_length() const { return min_length > 0 || max_length >= 0; }
   int count() const {
-    return has_length() + has_pattern + !format.empty() + (excluded.empty() ? 0 : 2);
+    return has_length() + has_pattern + !format.empty() +
+           (excluded.empty() && more_patterns.empty() ? 0 : 2);
   }
 };
 
@@ -56,6 +58,9 @@ StringConstraints constraints_of(const json& s, const std::string& ptr) {
       if (v.is_string()) c.excluded.push_back(v.get<std::string>());
     }
   }
+  if (s.contains(kPatternsKey)) {
+    for (const json& v : s[kPatternsKey]) c.more_patterns.push_back(v.get<std::string>());
+  }
   return c;
 }
 
@@ -68,6 +73,7 @@ int32_t intersected(Grammar& g, const StringConstraints& c, const std::string& p
                               : dfa_of_length(0, -1);
     if (c.has_pattern && !c.format.empty()) dfa = intersect(dfa, dfa_from_regex(c.format, false));
     if (!c.excluded.empty()) dfa = intersect(dfa, complement(dfa_of_strings(c.excluded)));
+    for (const std::string& p : c.more_patterns) dfa = intersect(dfa, dfa_from_regex(p, true));
     // A length the pattern already implies (^\d{5}$ with maxLength 255) needs no counting.
     const auto [shortest, longest] = length_range(dfa);
     const bool implied =

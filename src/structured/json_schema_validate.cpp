@@ -238,6 +238,14 @@ Verdict check_keyword(const json& v, const std::string& key, const json& k, cons
                         (s.contains("exclusiveMaximum") && s["exclusiveMaximum"].is_boolean());
     return !v.is_number() ? Verdict::kValid : draft4 ? Verdict::kUnknown : check_number(v, key, k);
   }
+  if (key == kPatternsKey) {
+    AllOf all;
+    for (const json& p : k) {
+      all.add(v.is_string() ? matches_regex(v.get<std::string>(), p.get<std::string>(), true)
+                            : Verdict::kValid);
+    }
+    return all.result();
+  }
   if (kString.count(key))
     return v.is_string() ? check_string(v.get<std::string>(), key, k) : Verdict::kValid;
   if (kArray.count(key)) return v.is_array() ? check_array(v, key, k, s) : Verdict::kValid;

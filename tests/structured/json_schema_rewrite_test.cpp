@@ -139,6 +139,19 @@ TEST(JsonSchemaRewrite, ListedValuesAreCheckedAgainstAnyKeyword) {
   EXPECT_FALSE(matches(*cond, R"("x")"));
 }
 
+TEST(JsonSchemaRewrite, AllOfKeepsOneOfTwoDifferentAnnotations) {
+  auto g = schema(R"({"allOf": [{"type": "integer", "markdownDescription": "a"},
+      {"minimum": 3, "markdownDescription": "b"}]})");
+  EXPECT_TRUE(matches(*g, "3"));
+  EXPECT_FALSE(matches(*g, "2"));
+  auto both = schema(R"({"type": "string", "allOf": [{"pattern": "^a"}, {"pattern": "b$"}]})");
+  EXPECT_TRUE(matches(*both, R"("axb")"));
+  EXPECT_FALSE(matches(*both, R"("ax")"));
+  EXPECT_FALSE(matches(*both, R"("xb")"));
+  EXPECT_EQ(error_of([] { schema(R"({"allOf": [{"multipleOf": 2}, {"multipleOf": 3}]})"); }),
+            "allOf with two different 'multipleOf' at '#/allOf/1'");
+}
+
 TEST(JsonSchemaRewrite, AllOfMergesTwoAnyOfsAndTwoNots) {
   auto g = schema(R"({"allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]},
       {"anyOf": [{"type": "integer", "minimum": 5}, {"type": "string", "maxLength": 2}]}]})");
