@@ -5,8 +5,15 @@
 #include <map>
 #include <set>
 
+#include "structured/json_schema_arrays.h"
+#include "structured/json_schema_merge.h"
+#include "structured/json_schema_numbers.h"
 #include "structured/json_schema_one_of.h"
 #include "structured/json_schema_parts.h"
+#include "structured/json_schema_regular.h"
+#include "structured/json_schema_rewrite.h"
+#include "structured/json_schema_strings.h"
+#include "structured/json_schema_validate.h"
 #include "structured/regex_compiler.h"
 
 namespace pagedllm::structured {
@@ -16,20 +23,9 @@ namespace {
 using json = nlohmann::ordered_json;
 
 // Validation keywords this compiler cannot enforce: refused by name.
-const std::set<std::string> kUnsupported = {"not",
-                                            "if",
-                                            "then",
-                                            "else",
-                                            "contains",
-                                            "minContains",
-                                            "maxContains",
-                                            "dependentRequired",
-                                            "dependentSchemas",
-                                            "dependencies",
-                                            "unevaluatedProperties",
-                                            "unevaluatedItems",
-                                            "$dynamicRef",
-                                            "$recursiveRef"};
+const std::set<std::string> kUnsupported = {
+    "contains",         "minContains", "maxContains",  "unevaluatedProperties",
+    "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
 
 const std::set<std::string> kObjectKeywords = {
     "properties",    "required",      "additionalProperties", "patternProperties",
@@ -79,7 +75,7 @@ class SchemaCompiler {
   }
 
   [[noreturn]] static void fail(const std::string& what, const std::string& ptr) {
-    throw GrammarError(what + " at '" + (ptr.empty() ? "#" : "#" + ptr) + "'");
+    schema_fail(what, ptr);
   }
 
   const json& resolve(const std::string& ref, const std::string& ptr) {
@@ -141,9 +137,13 @@ class SchemaCompiler {
   int32_t schema_inner(const json& s, const std::string& ptr) {
     if (s.is_boolean()) return s.get<bool>() ? any_value() : g_.nothing();
     if (!s.is_object()) fail("schema is not an object", ptr);
+    if (auto listed = checked_values(s)) return *listed;
     for (const auto& [key, v] : s.items()) {
       if (kUnsupported.count(key)) fail("unsupported keyword '" + key + "'", ptr);
     }
+    if (auto rewritten = rewrite_not(s, ptr)) return schema(*rewritten, ptr);
+    if (auto rewritten = rewrite_if(s, ptr)) return schema(*rewritten, ptr);
+    if (auto rewritten = rewrite_dependencies(s, ptr)) return schema(*rewritten, ptr);
     if (s.contains("$ref") && s["$ref"].is_string()) {
       json rest = s;
       rest.erase("$ref");
@@ -166,6 +166,7 @@ class SchemaCompiler {
         std::vector<json> exclusive;
         std::string why;
         if (!exclusive_branches(branches, exclusive, why)) {
+          if (auto exact = one_of_strings(base, branches, ptr)) return *exact;
           fail("unsupported keyword 'oneOf' (" + why + ")", ptr);
         }
         branches = std::move(exclusive);
@@ -174,18 +175,35 @@ class SchemaCompiler {
       for (size_t i = 0; i < branches.size(); ++i) {
         const std::string sub = ptr + "/" + key + "/" + std::to_string(i);
         const bool plain = !has_validation(base) && std::string(key) == "anyOf";
-        alts.push_back(schema(plain ? s[key][i] : merge(base, branches[i], sub), sub));
+        alts.push_back(schema(plain ? s[key][i] : merge_schemas(base, branches[i], sub), sub));
       }
       return g_.alt(std::move(alts));
     }
-    if (s.contains("const")) return literal_checked(s["const"], s, ptr);
+    const json excluded = s.contains(kExcludedKey) ? s[kExcludedKey] : json::array();
+    // Other keywords beside the listed values filter them (a value they rule out for sure
+    // is dropped); long lists are left as they are.
+    json others = s;
+    for (const char* key : {"enum", "const", "type"}) others.erase(key);
+    const size_t listed = s.contains("enum") && s["enum"].is_array() ? s["enum"].size() : 1;
+    const bool filter = listed <= 256 && has_validation(others);
+    const auto allowed = [&](const json& v) {
+      return value_fits_type(v, s) &&
+             std::find(excluded.begin(), excluded.end(), v) == excluded.end() &&
+             (!filter || validate(v, others) != Verdict::kInvalid);
+    };
+    if (s.contains("const")) {
+      return allowed(s["const"]) ? add_json_literal(g_, s["const"], ws_) : g_.nothing();
+    }
     if (s.contains("enum")) {
       if (!s["enum"].is_array()) fail("enum is not a list", ptr);
       std::vector<int32_t> alts;
       for (const json& v : s["enum"]) {
-        if (value_fits_type(v, s)) alts.push_back(add_json_literal(g_, v, ws_));
+        if (allowed(v)) alts.push_back(add_json_literal(g_, v, ws_));
       }
       return g_.alt(std::move(alts));
+    }
+    for (const json& v : excluded) {
+      if (v.is_structured()) fail("unsupported keyword 'not' (an array or object value)", ptr);
     }
     std::vector<std::string> types = types_of(s, ptr);
     std::vector<int32_t> alts;
@@ -193,10 +211,50 @@ class SchemaCompiler {
     return g_.alt(std::move(alts));
   }
 
-  int32_t literal_checked(const json& value, const json& s, const std::string& ptr) {
-    (void)ptr;
-    if (!value_fits_type(value, s)) return g_.nothing();
-    return add_json_literal(g_, value, ws_);
+  // oneOf whose overlapping branches are all regular string schemas: exactly one of them, as an
+  // automaton; the other branches must exclude strings and each other.
+  std::optional<int32_t> one_of_strings(const json& base, const std::vector<json>& branches,
+                                        const std::string& ptr) {
+    std::vector<json> strings, others;
+    try {
+      for (const json& b : branches) {
+        const json merged = has_validation(base) ? merge_schemas(base, b, ptr) : b;
+        (exactly_one_string({merged}) ? strings : others).push_back(merged);
+      }
+    } catch (const GrammarError&) {
+      return std::nullopt;
+    }
+    if (strings.size() < 2) return std::nullopt;
+    std::vector<json> probe = others, unused;
+    probe.push_back(json{{"type", "string"}});
+    std::string why;
+    if (!exclusive_branches(probe, unused, why)) return std::nullopt;
+    auto exact = exactly_one_string(strings);
+    if (!exact) return std::nullopt;
+    std::vector<int32_t> alts = {add_string_dfa(g_, *exact)};
+    for (size_t i = 0; i < others.size(); ++i) {
+      alts.push_back(schema(others[i], ptr + "/oneOf"));
+    }
+    return g_.alt(std::move(alts));
+  }
+
+  // A schema that lists its values (enum, const): each value checked against all the other
+  // keywords, whatever they are (not, oneOf, if, ...), when the check gives every value a
+  // verdict; nullopt sends the schema down the keyword-by-keyword path.
+  std::optional<int32_t> checked_values(const json& s) {
+    const bool is_const = s.contains("const");
+    if (!is_const && !(s.contains("enum") && s["enum"].is_array())) return std::nullopt;
+    json rest = s;
+    rest.erase(is_const ? "const" : "enum");
+    const json values = is_const ? json::array({s["const"]}) : s["enum"];
+    if (!has_validation(rest) || values.size() > 256) return std::nullopt;
+    std::vector<int32_t> alts;
+    for (const json& v : values) {
+      const Verdict verdict = validate(v, rest);
+      if (verdict == Verdict::kUnknown) return std::nullopt;
+      if (verdict == Verdict::kValid) alts.push_back(add_json_literal(g_, v, ws_));
+    }
+    return g_.alt(std::move(alts));
   }
 
   static bool value_fits_type(const json& v, const json& s) {
@@ -224,30 +282,6 @@ class SchemaCompiler {
     return false;
   }
 
-  static bool has_validation(const json& s) {
-    static const std::set<std::string> kAnnotations = {"title",
-                                                       "description",
-                                                       "$schema",
-                                                       "$id",
-                                                       "id",
-                                                       "default",
-                                                       "examples",
-                                                       "$comment",
-                                                       "readOnly",
-                                                       "writeOnly",
-                                                       "deprecated",
-                                                       "$defs",
-                                                       "definitions",
-                                                       "example",
-                                                       "$anchor",
-                                                       "contentMediaType",
-                                                       "contentEncoding"};
-    for (const auto& [key, v] : s.items()) {
-      if (!kAnnotations.count(key) && key.rfind("x-", 0) != 0) return true;
-    }
-    return false;
-  }
-
   std::vector<std::string> types_of(const json& s, const std::string& ptr) {
     std::vector<std::string> types;
     if (s.contains("type")) {
@@ -268,7 +302,7 @@ class SchemaCompiler {
       // Keywords of one kind alone say the type (what every real-world schema means).
       const auto uses = [&](const std::set<std::string>& keys) {
         for (const auto& [key, v] : s.items()) {
-          if (keys.count(key)) return true;
+          if (keys.count(key) && !vacuous(key, v)) return true;
         }
         return false;
       };
@@ -291,162 +325,45 @@ class SchemaCompiler {
     return types;
   }
 
-  // Draft 4 writes exclusive bounds as booleans beside minimum/maximum.
-  static json numeric_bounds(const json& s) {
-    json out = s;
-    for (const auto& [flag, bound] :
-         {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
-      if (!out.contains(flag) || !out[flag].is_boolean()) continue;
-      const bool exclusive = out[flag].get<bool>();
-      out.erase(flag);
-      if (exclusive && out.contains(bound)) {
-        out[flag] = out[bound];
-        out.erase(bound);
-      }
+  // A keyword that allows everything says nothing of the type: an unknown format (an
+  // annotation), additionalProperties or items true, empty properties or required.
+  static bool vacuous(const std::string& key, const json& v) {
+    if (key == "format") return !v.is_string() || format_regex(v.get<std::string>()).empty();
+    if (key == "additionalProperties" || key == "items") {
+      return v == json(true) || v == json::object();
     }
-    return out;
+    if (key == "properties" || key == "required") return v.empty();
+    return false;
   }
 
   int32_t typed(const json& s, const std::string& type, const std::string& ptr) {
-    if (type == "null") return g_.literal("null");
-    if (type == "boolean") return g_.alt({g_.literal("true"), g_.literal("false")});
-    if (type == "integer") return integer(numeric_bounds(s), ptr);
-    if (type == "number") return number(numeric_bounds(s), ptr);
-    if (type == "string") return string(s, ptr);
+    const json none = json::array();
+    const json& excluded = s.contains(kExcludedKey) ? s[kExcludedKey] : none;
+    const auto kept = [&](const json& v) {
+      return std::find(excluded.begin(), excluded.end(), v) == excluded.end();
+    };
+    if (type == "null") return kept(nullptr) ? g_.literal("null") : g_.nothing();
+    if (type == "boolean") {
+      std::vector<int32_t> alts;
+      if (kept(true)) alts.push_back(g_.literal("true"));
+      if (kept(false)) alts.push_back(g_.literal("false"));
+      return g_.alt(std::move(alts));
+    }
+    if (type == "integer") return add_number_schema(g_, s, true, ptr);
+    if (type == "number") return add_number_schema(g_, s, false, ptr);
+    if (type == "string") return add_string_schema(g_, s, ptr);
     if (type == "array") return array(s, ptr);
     return object(s, ptr);
-  }
-
-  // --- numbers ---
-
-  static std::optional<double> number_at(const json& s, const char* key) {
-    if (s.contains(key) && s[key].is_number()) return s[key].get<double>();
-    return std::nullopt;
-  }
-
-  int32_t integer(const json& s, const std::string& ptr) {
-    if (auto m = number_at(s, "multipleOf"); m && *m != 1.0) {
-      fail("unsupported keyword 'multipleOf'", ptr);
-    }
-    std::optional<int64_t> lo, hi;
-    // Bounds past the 64-bit range (2^63 written as 9223372036854776000) clamp to it.
-    const auto clamp = [](double v) {
-      return v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(v);
-    };
-    if (auto v = number_at(s, "minimum")) lo = clamp(std::ceil(*v));
-    if (auto v = number_at(s, "exclusiveMinimum")) {
-      const int64_t x = clamp(std::floor(*v) + 1);
-      lo = lo ? std::max(*lo, x) : x;
-    }
-    if (auto v = number_at(s, "maximum")) hi = clamp(std::floor(*v));
-    if (auto v = number_at(s, "exclusiveMaximum")) {
-      const int64_t x = clamp(std::ceil(*v) - 1);
-      hi = hi ? std::min(*hi, x) : x;
-    }
-    if (lo || hi) return add_integer_range(g_, lo, hi);
-    return g_.seq({g_.optional(g_.literal("-")), natural()});
-  }
-
-  int32_t natural() {
-    return g_.alt({g_.literal("0"),
-                   g_.seq({g_.byte_range('1', '9'), g_.repeat(g_.byte_range('0', '9'), 0, -1)})});
-  }
-
-  int32_t fraction() {
-    return g_.seq({g_.literal("."), g_.repeat(g_.byte_range('0', '9'), 1, -1)});
-  }
-
-  int32_t exponent() {
-    return g_.seq({g_.alt({g_.literal("e"), g_.literal("E")}),
-                   g_.optional(g_.alt({g_.literal("+"), g_.literal("-")})),
-                   g_.repeat(g_.byte_range('0', '9'), 1, -1)});
-  }
-
-  int32_t number(const json& s, const std::string& ptr) {
-    if (s.contains("multipleOf")) fail("unsupported keyword 'multipleOf' on a number", ptr);
-    const auto min = number_at(s, "minimum"), xmin = number_at(s, "exclusiveMinimum");
-    const auto max = number_at(s, "maximum"), xmax = number_at(s, "exclusiveMaximum");
-    if (!min && !xmin && !max && !xmax) {
-      return g_.seq({g_.optional(g_.literal("-")), natural(), g_.optional(fraction()),
-                     g_.optional(exponent())});
-    }
-    if (xmin || xmax) fail("unsupported keyword 'exclusiveMinimum/Maximum' on a number", ptr);
-    // Integer bounds: an integer part inside the range with any fraction, or the upper bound
-    // itself with a zero fraction. No exponent.
-    const auto whole = [](std::optional<double> v) {
-      return !v || (std::floor(*v) == *v && std::fabs(*v) < 1e15);
-    };
-    if (!whole(min) || !whole(max)) fail("unsupported non-integer bound on a number", ptr);
-    std::optional<int64_t> lo, hi;
-    if (min) lo = static_cast<int64_t>(*min);
-    if (max) hi = static_cast<int64_t>(*max);
-    if (lo && *lo < 0 && (!hi || *hi > 0)) {
-      // Negative fractions round toward zero: -0.5 has integer part "-0".
-      fail("unsupported number range crossing zero", ptr);
-    }
-    const int32_t zeros = g_.seq({g_.literal("."), g_.repeat(g_.literal("0"), 1, -1)});
-    std::vector<int32_t> alts;
-    if (lo ? *lo >= 0 : *hi > 0) {
-      // Only a maximum above zero: every negative number is below it too.
-      if (!lo) alts.push_back(g_.seq({g_.literal("-"), natural(), g_.optional(fraction())}));
-      const int64_t a = lo ? *lo : 0;
-      std::optional<int64_t> b;
-      if (hi) b = *hi - 1;
-      if (!b || *b >= a) {
-        alts.push_back(g_.seq({add_integer_range(g_, a, b), g_.optional(fraction())}));
-      }
-      if (hi) alts.push_back(g_.seq({add_integer_range(g_, *hi, *hi), g_.optional(zeros)}));
-    } else {
-      // hi <= 0: the mirror image of [-hi, -lo].
-      const int64_t a = -*hi;
-      std::optional<int64_t> b;
-      if (lo) b = -*lo - 1;
-      std::vector<int32_t> mags;
-      if (!b || *b >= a) {
-        mags.push_back(g_.seq({add_integer_range(g_, a, b), g_.optional(fraction())}));
-      }
-      if (lo) mags.push_back(g_.seq({add_integer_range(g_, -*lo, -*lo), g_.optional(zeros)}));
-      alts.push_back(g_.seq({g_.literal("-"), g_.alt(std::move(mags))}));
-      if (*hi == 0) alts.push_back(g_.seq({g_.literal("0"), g_.optional(zeros)}));
-    }
-    return g_.alt(std::move(alts));
-  }
-
-  // --- strings ---
-
-  int32_t string(const json& s, const std::string& ptr) {
-    const int32_t min = s.contains("minLength") ? s["minLength"].get<int32_t>() : 0;
-    const int32_t max = s.contains("maxLength") ? s["maxLength"].get<int32_t>() : -1;
-    if (min < 0 || max < -1 || min > 10000 || max > 10000) fail("length out of range", ptr);
-    const int32_t quote = g_.literal("\"");
-    const bool lengths = min > 0 || max >= 0;
-    if (s.contains("pattern")) {
-      if (lengths) fail("unsupported keyword 'maxLength/minLength' with 'pattern'", ptr);
-      if (!s["pattern"].is_string()) fail("pattern is not a string", ptr);
-      if (s.contains("format") && s["format"].is_string() &&
-          !format_regex(s["format"].get<std::string>()).empty()) {
-        fail("unsupported keyword 'format' with 'pattern'", ptr);
-      }
-      try {
-        return g_.seq({quote, add_regex(g_, s["pattern"].get<std::string>(), {true, true}), quote});
-      } catch (const GrammarError& e) {
-        fail(std::string(e.what()) + " in 'pattern'", ptr);
-      }
-    }
-    // A format outside the list is an annotation, as validators treat unknown formats.
-    if (s.contains("format") && s["format"].is_string() &&
-        !format_regex(s["format"].get<std::string>()).empty()) {
-      const std::string regex = format_regex(s["format"].get<std::string>());
-      if (lengths) fail("unsupported keyword 'maxLength/minLength' with 'format'", ptr);
-      return g_.seq({quote, add_regex(g_, regex, {true, false}), quote});
-    }
-    return g_.seq({quote, g_.json_chars(min, max), quote});
   }
 
   // --- arrays ---
 
   int32_t array(const json& s, const std::string& ptr) {
-    if (s.value("uniqueItems", false)) fail("unsupported keyword 'uniqueItems'", ptr);
+    const int64_t max_items = s.contains("maxItems") ? s["maxItems"].get<int64_t>() : -1;
+    // Up to one item is always unique.
+    if (s.value("uniqueItems", false) && !(max_items >= 0 && max_items <= 1)) {
+      return unique_array(s, ptr);
+    }
     std::vector<json> prefix;
     json items = true;
     std::string items_ptr = ptr + "/items";
@@ -496,6 +413,43 @@ class SchemaCompiler {
     return g_.seq({g_.literal("["), ws_, body, ws_, g_.literal("]")});
   }
 
+  // uniqueItems over items that are a few listed values (enum, const, boolean, null); anything
+  // else cannot be enforced by a grammar.
+  int32_t unique_array(const json& s, const std::string& ptr) {
+    const json items = s.contains("items") ? inline_refs(s["items"], ptr + "/items") : json(true);
+    std::vector<json> values;
+    const bool listed =
+        !s.contains("prefixItems") && items.is_object() && listed_items(items, values);
+    const int64_t min = s.value("minItems", int64_t{0});
+    const int64_t max = s.contains("maxItems") ? s["maxItems"].get<int64_t>() : -1;
+    if (!listed || values.size() > kMaxUniqueValues) fail("unsupported keyword 'uniqueItems'", ptr);
+    return add_unique_array(g_, values, min, max, ws_);
+  }
+
+  // The distinct values an item schema lists; false when it does not list them.
+  static bool listed_items(const json& items, std::vector<json>& values) {
+    json rest = items;
+    json candidates;
+    if (rest.contains("const")) {
+      candidates = json::array({rest["const"]});
+    } else if (rest.contains("enum") && rest["enum"].is_array()) {
+      candidates = rest["enum"];
+    } else if (rest.contains("type") && rest["type"] == json("boolean")) {
+      candidates = json::array({true, false});
+    } else if (rest.contains("type") && rest["type"] == json("null")) {
+      candidates = json::array({nullptr});
+    } else {
+      return false;
+    }
+    for (const char* key : {"const", "enum", "type"}) rest.erase(key);
+    if (has_validation(rest)) return false;  // other keywords would filter the values
+    for (const json& v : candidates) {
+      const bool seen = std::find(values.begin(), values.end(), v) != values.end();
+      if (value_fits_type(v, items) && !seen) values.push_back(v);
+    }
+    return true;
+  }
+
   // --- objects ---
 
   int32_t key_literal(const std::string& name) { return g_.literal(json(name).dump()); }
@@ -518,6 +472,10 @@ class SchemaCompiler {
     for (const std::string& r : required_names) {
       if (forbidden.count(r)) return g_.nothing();
     }
+    const PatternKeys patterns = pattern_keys(s, ptr);
+    json additional = options_.strict_properties ? json(false) : json(true);
+    if (s.contains("additionalProperties")) additional = s["additionalProperties"];
+    const bool extra_allowed = !(additional.is_boolean() && !additional.get<bool>());
     const int32_t colon = g_.seq({ws_, g_.literal(":"), ws_});
     if (s.contains("properties")) {
       if (!s["properties"].is_object()) fail("properties is not an object", ptr);
@@ -525,36 +483,28 @@ class SchemaCompiler {
         if (forbidden.count(name)) continue;
         const std::string sub_ptr = ptr + "/properties/" + escape_pointer_token(name);
         names.push_back(name);
-        members.push_back({name, g_.seq({key_literal(name), colon, schema(sub, sub_ptr)})});
+        // A declared name that a pattern matches must satisfy both schemas.
+        const json value = patterns.applying_to(name, sub, json());
+        members.push_back({name, g_.seq({key_literal(name), colon, schema(value, sub_ptr)})});
         required.push_back(required_names.count(name) > 0);
       }
     }
-    json additional = options_.strict_properties ? json(false) : json(true);
-    if (s.contains("additionalProperties")) additional = s["additionalProperties"];
-    const bool extra_allowed = !(additional.is_boolean() && !additional.get<bool>());
-    // Required names without a property schema take any value.
-    for (const std::string& r : required_names) {
+    // Required names without a property schema take what the patterns or
+    // additionalProperties say.
+    // In the order of the `required` list, the order a writer following the schema uses.
+    for (const json& item :
+         s.contains("required") && s["required"].is_array() ? s["required"] : json::array()) {
+      if (!item.is_string()) continue;
+      const std::string r = item.get<std::string>();
       if (std::find(names.begin(), names.end(), r) != names.end()) continue;
-      if (!extra_allowed && !s.contains("patternProperties")) return g_.nothing();
+      const json value = patterns.applying_to(r, json(), additional);
       names.push_back(r);
-      members.push_back({r, g_.seq({key_literal(r), colon, any_value()})});
+      members.push_back({r, g_.seq({key_literal(r), colon, schema(value, ptr)})});
       required.push_back(true);
     }
     std::vector<int32_t> extras;
-    if (s.contains("patternProperties")) {
-      if (extra_allowed) {
-        fail("unsupported keyword 'patternProperties' without additionalProperties: false", ptr);
-      }
-      for (const auto& [pattern, sub] : s["patternProperties"].items()) {
-        const std::string sub_ptr = ptr + "/patternProperties/" + escape_pointer_token(pattern);
-        int32_t key;
-        try {
-          key = g_.seq({g_.literal("\""), add_regex(g_, pattern, {true, true}), g_.literal("\"")});
-        } catch (const GrammarError& e) {
-          fail(std::string(e.what()) + " in a patternProperties key", ptr);
-        }
-        extras.push_back(g_.seq({key, colon, schema(sub, sub_ptr)}));
-      }
+    if (!patterns.dfas.empty()) {
+      extras = pattern_extras(patterns, names, additional, extra_allowed, colon, ptr);
     } else if (extra_allowed) {
       int32_t key;
       if (s.contains("propertyNames")) {
@@ -568,21 +518,123 @@ class SchemaCompiler {
       }
       extras.push_back(g_.seq({key, colon, schema(additional, ptr + "/additionalProperties")}));
     }
-    check_property_counts(s, members.size(), required_names.size(), !extras.empty(), ptr);
     const int32_t extra = extras.empty() ? -1 : g_.ref(g_.add_rule("extra", g_.alt(extras)));
-    return object_body(members, required, extra);
-  }
-
-  void check_property_counts(const json& s, size_t declared, size_t required, bool extra,
-                             const std::string& ptr) {
-    if (s.contains("minProperties") && s["minProperties"].get<int64_t>() > 0 &&
-        static_cast<size_t>(s["minProperties"].get<int64_t>()) > required) {
+    const auto [min_count, max_count] = property_counts(s, ptr);
+    if (members.empty()) return counted_extras(extra, min_count, max_count);
+    // Counting across optional members would need a state per count: only "at least one"
+    // (the body is then not optional) and limits the declared names cannot break are kept.
+    if (min_count > std::max<int64_t>(1, static_cast<int64_t>(required_names.size()))) {
       fail("unsupported keyword 'minProperties'", ptr);
     }
-    if (s.contains("maxProperties") &&
-        (extra || static_cast<size_t>(s["maxProperties"].get<int64_t>()) < declared)) {
+    if (max_count >= 0 && (extra >= 0 || static_cast<size_t>(max_count) < members.size())) {
       fail("unsupported keyword 'maxProperties'", ptr);
     }
+    return object_body(members, required, extra, min_count >= 1);
+  }
+
+  // patternProperties: each pattern's key language and value schema.
+  struct PatternKeys {
+    std::vector<json> schemas;
+    std::vector<CharDfa> dfas;
+    std::vector<std::string> ptrs;
+
+    // The schema a property named `name` must satisfy: `declared` (null: none) and every
+    // matching pattern's; `otherwise` when neither applies.
+    json applying_to(const std::string& name, const json& declared, const json& otherwise) const {
+      json all = json::array();
+      if (!declared.is_null()) all.push_back(declared);
+      for (size_t i = 0; i < dfas.size(); ++i) {
+        if (dfa_matches(dfas[i], name)) all.push_back(schemas[i]);
+      }
+      if (all.empty()) return otherwise;
+      if (all.size() == 1) return all[0];
+      return json{{"allOf", all}};
+    }
+  };
+
+  PatternKeys pattern_keys(const json& s, const std::string& ptr) {
+    PatternKeys out;
+    if (!s.contains("patternProperties")) return out;
+    if (!s["patternProperties"].is_object()) fail("patternProperties is not an object", ptr);
+    if (s.contains("propertyNames")) {
+      fail("unsupported keyword 'propertyNames' with 'patternProperties'", ptr);
+    }
+    for (const auto& [pattern, sub] : s["patternProperties"].items()) {
+      try {
+        out.dfas.push_back(dfa_from_regex(pattern, true));
+      } catch (const GrammarError& e) {
+        fail(std::string(e.what()) + " in a patternProperties key", ptr);
+      }
+      out.schemas.push_back(sub);
+      out.ptrs.push_back(ptr + "/patternProperties/" + escape_pointer_token(pattern));
+    }
+    return out;
+  }
+
+  // Additional members under patternProperties: the keys are split into regions by the set of
+  // patterns matching them (a key matching two must satisfy both schemas); keys matching none
+  // take additionalProperties. Declared names are never additional.
+  std::vector<int32_t> pattern_extras(const PatternKeys& patterns,
+                                      const std::vector<std::string>& names, const json& additional,
+                                      bool extra_allowed, int32_t colon, const std::string& ptr) {
+    const CharDfa declared = dfa_of_strings(names);
+    const CharDfa anything = dfa_of_length(0, -1);
+    std::vector<const CharDfa*> parts;
+    for (const CharDfa& d : patterns.dfas) parts.push_back(&d);
+    parts.push_back(&declared);
+    parts.push_back(&anything);  // keeps every key in the product
+    ProductDfa p;
+    try {
+      p = product(parts);
+    } catch (const GrammarError& e) {
+      fail(std::string("unsupported keyword 'patternProperties': ") + e.what(), ptr);
+    }
+    const size_t n = patterns.dfas.size();
+    std::map<std::vector<bool>, std::vector<bool>> regions;  // matching patterns -> states
+    for (size_t st = 0; st < p.accepts.size(); ++st) {
+      if (p.accepts[st][n]) continue;  // a declared name
+      std::vector<bool> label(p.accepts[st].begin(), p.accepts[st].begin() + static_cast<long>(n));
+      auto [it, fresh] = regions.try_emplace(label, p.accepts.size(), false);
+      it->second[st] = true;
+    }
+    std::vector<int32_t> out;
+    for (const auto& [label, accepting] : regions) {
+      json all = json::array();
+      std::string sub_ptr = ptr + "/additionalProperties";
+      for (size_t i = 0; i < n; ++i) {
+        if (!label[i]) continue;
+        all.push_back(patterns.schemas[i]);
+        if (all.size() == 1) sub_ptr = patterns.ptrs[i];
+      }
+      if (all.empty() && !extra_allowed) continue;
+      const json value = all.empty() ? additional : all.size() == 1 ? all[0] : json{{"allOf", all}};
+      const int32_t key = add_dfa(g_, with_accepting(p.dfa, accepting), true);
+      out.push_back(
+          g_.seq({g_.literal("\""), key, g_.literal("\""), colon, schema(value, sub_ptr)}));
+    }
+    return out;
+  }
+
+  std::pair<int64_t, int64_t> property_counts(const json& s, const std::string& ptr) {
+    const int64_t min = s.contains("minProperties") ? s["minProperties"].get<int64_t>() : 0;
+    const int64_t max = s.contains("maxProperties") ? s["maxProperties"].get<int64_t>() : -1;
+    if (min < 0 || min > 10000 || max < -1 || max > 10000) {
+      fail("minProperties/maxProperties out of range", ptr);
+    }
+    return {min, max};
+  }
+
+  // An object of additional members only, min..max of them (max < 0: unbounded).
+  int32_t counted_extras(int32_t extra, int64_t min, int64_t max) {
+    const int32_t open = g_.seq({g_.literal("{"), ws_});
+    if (max >= 0 && min > max) return g_.nothing();
+    if (extra < 0 || max == 0) return min > 0 ? g_.nothing() : g_.seq({open, g_.literal("}")});
+    const int32_t sep = g_.seq({ws_, g_.literal(","), ws_});
+    const auto lo = static_cast<int32_t>(std::max<int64_t>(min - 1, 0));
+    const auto hi = static_cast<int32_t>(max < 0 ? -1 : max - 1);
+    int32_t body = g_.seq({extra, g_.repeat(g_.seq({sep, extra}), lo, hi), ws_});
+    if (min == 0) body = g_.optional(body);
+    return g_.seq({open, body, g_.literal("}")});
   }
 
   // Members in schema order; optional ones may be left out, extra ones come last.
@@ -590,7 +642,7 @@ class SchemaCompiler {
   // later[i]: what follows once members before i are settled, one written at least. The
   // separator comes before the choice, so whitespace and commas are read by one stack.
   int32_t object_body(const std::vector<std::pair<std::string, int32_t>>& members,
-                      const std::vector<bool>& required, int32_t extra) {
+                      const std::vector<bool>& required, int32_t extra, bool at_least_one) {
     const size_t n = members.size();
     const int32_t sep = g_.seq({ws_, g_.literal(","), ws_});
     int32_t later = extra < 0 ? g_.empty() : g_.repeat(g_.seq({sep, extra}), 0, -1);
@@ -608,7 +660,7 @@ class SchemaCompiler {
       choice = choice_rule;
     }
     int32_t body = g_.seq({choice, ws_});
-    if (!any_required) body = g_.optional(body);
+    if (!any_required && !at_least_one) body = g_.optional(body);
     return g_.seq({g_.literal("{"), ws_, body, g_.literal("}")});
   }
 
@@ -621,7 +673,7 @@ class SchemaCompiler {
     --inline_depth_;
     json rest = s;
     rest.erase("$ref");
-    return has_validation(rest) ? merge(target, rest, ptr) : target;
+    return has_validation(rest) ? merge_schemas(target, rest, ptr) : target;
   }
 
   json merge_all_of(const json& s, const std::string& ptr) {
@@ -643,74 +695,11 @@ class SchemaCompiler {
         continue;
       }
       if (part.contains("allOf")) part = merge_all_of(part, sub);
-      out = merge(out, part, sub);
+      // Conditionals of several parts cannot merge keyword by keyword; as anyOf lists they
+      // merge pairwise.
+      if (auto rewritten = rewrite_if(part, sub)) part = *rewritten;
+      out = merge_schemas(out, part, sub);
     }
-    return out;
-  }
-
-  json merge(const json& a, const json& b, const std::string& ptr) {
-    if (a.is_boolean()) return a.get<bool>() ? b : a;
-    if (b.is_boolean()) return b.get<bool>() ? a : b;
-    json out = a;
-    for (const auto& [key, v] : b.items()) {
-      if (!out.contains(key)) {
-        out[key] = v;
-        continue;
-      }
-      json& mine = out[key];
-      if (mine == v) continue;
-      if (key == "properties" || key == "$defs" || key == "definitions") {
-        for (const auto& [name, sub] : v.items()) {
-          mine[name] = mine.contains(name) ? json{{"allOf", json::array({mine[name], sub})}} : sub;
-        }
-      } else if (key == "required" || key == kForbiddenKey) {
-        for (const json& r : v) {
-          if (std::find(mine.begin(), mine.end(), r) == mine.end()) mine.push_back(r);
-        }
-      } else if (key == "type") {
-        mine = intersect_types(mine, v, ptr);
-      } else if (key == "minimum" || key == "minLength" || key == "minItems" ||
-                 key == "exclusiveMinimum" || key == "minProperties") {
-        if (v > mine) mine = v;
-      } else if (key == "maximum" || key == "maxLength" || key == "maxItems" ||
-                 key == "exclusiveMaximum" || key == "maxProperties") {
-        if (v < mine) mine = v;
-      } else if (key == "items" || key == "additionalProperties" || key == "propertyNames") {
-        mine = json{{"allOf", json::array({mine, v})}};
-      } else if (key == "enum") {
-        json both = json::array();
-        for (const json& x : mine) {
-          if (std::find(v.begin(), v.end(), x) != v.end()) both.push_back(x);
-        }
-        mine = both;
-      } else if (has_validation(json{{key, v}})) {
-        fail("allOf with two different '" + key + "'", ptr);
-      }
-    }
-    return out;
-  }
-
-  json intersect_types(const json& a, const json& b, const std::string& ptr) {
-    const auto list = [](const json& t) {
-      std::set<std::string> out;
-      if (t.is_string()) out.insert(t.get<std::string>());
-      if (t.is_array()) {
-        for (const json& x : t) out.insert(x.get<std::string>());
-      }
-      return out;
-    };
-    std::set<std::string> sa = list(a), sb = list(b);
-    json out = json::array();
-    for (const std::string& t : sa) {
-      if (sb.count(t)) {
-        out.push_back(t);
-      } else if (t == "integer" && sb.count("number")) {
-        out.push_back(t);
-      } else if (t == "number" && sb.count("integer")) {
-        out.push_back("integer");
-      }
-    }
-    if (out.empty()) fail("allOf with types that exclude each other", ptr);
     return out;
   }
 
@@ -722,8 +711,7 @@ class SchemaCompiler {
     const int32_t value = g_.ref(any_rule_);
     const int32_t sep = g_.seq({ws_, g_.literal(","), ws_});
     const int32_t string = g_.seq({g_.literal("\""), g_.json_chars(0, -1), g_.literal("\"")});
-    const int32_t number = g_.seq({g_.optional(g_.literal("-")), natural(), g_.optional(fraction()),
-                                   g_.optional(exponent())});
+    const int32_t number = add_any_number(g_);
     const int32_t array =
         g_.seq({g_.literal("["), ws_,
                 g_.optional(g_.seq({value, g_.repeat(g_.seq({sep, value}), 0, -1), ws_})),

@@ -1,6 +1,7 @@
 #include "structured/json_schema_one_of.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 namespace pagedllm::structured {
@@ -156,6 +157,103 @@ bool rewrite_required_only(const std::vector<json>& branches, std::vector<json>&
   return true;
 }
 
+// A property every branch declares with listed values, no value shared by two branches: the
+// branches are told apart by it once it is present. An object without it may match several
+// branches (then it fails oneOf) or one; requiring it leaves out only instances of the second
+// kind, never lets an invalid one through.
+std::optional<std::string> discriminator(const std::vector<json>& branches) {
+  if (branches.size() < 2 || !branches[0].is_object() || !branches[0].contains("properties") ||
+      !branches[0]["properties"].is_object()) {
+    return std::nullopt;
+  }
+  for (const auto& [name, first] : branches[0]["properties"].items()) {
+    std::vector<json> values;
+    bool ok = true;
+    for (const json& b : branches) {
+      json v;
+      ok = ok && b.is_object() && b.contains("properties") && b["properties"].is_object() &&
+           b["properties"].contains(name) && listed_values(b["properties"][name], v);
+      if (!ok) break;
+      for (const json& other : values) ok = ok && disjoint_values(v, other);
+      values.push_back(v);
+    }
+    if (ok) return name;
+  }
+  return std::nullopt;
+}
+
+std::vector<json> with_required(std::vector<json> branches, const std::string& name) {
+  for (json& b : branches) {
+    if (!b.contains("required") || !b["required"].is_array()) b["required"] = json::array();
+    if (!required_of(b).count(name)) b["required"].push_back(name);
+  }
+  return branches;
+}
+
+// Whether a branch only ever matches objects as compiled: typed "object", or untyped with
+// object keywords and annotations only (the compiler then reads it as an object schema).
+bool object_only(const json& b) {
+  static const std::set<std::string> kObject = {"properties",
+                                                "required",
+                                                "additionalProperties",
+                                                "patternProperties",
+                                                "propertyNames",
+                                                "minProperties",
+                                                "maxProperties",
+                                                kForbiddenKey,
+                                                "title",
+                                                "description",
+                                                "$comment",
+                                                "examples",
+                                                "default",
+                                                "$schema",
+                                                "$id",
+                                                "id"};
+  if (!b.is_object()) return false;
+  if (b.contains("type")) return b["type"] == json("object");
+  if (!b.contains("properties") && !b.contains("required")) return false;
+  for (const auto& [key, v] : b.items()) {
+    if (!kObject.count(key)) return false;
+  }
+  return true;
+}
+
+// Object branches that may overlap: branch i forbids, for each branch j it is not provably
+// disjoint from, a name j requires and i does not. An object of i' then never matches j, so
+// the union of the rewritten branches lies inside oneOf (objects of i carrying that name are
+// left out: a name i does not declare is chosen where there is one).
+bool rewrite_forbidding_names(const std::vector<json>& branches, std::vector<json>& out,
+                              std::string& why) {
+  if (!std::all_of(branches.begin(), branches.end(), object_only)) return false;
+  out = branches;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const std::set<std::string> mine = required_of(branches[i]);
+    std::set<std::string> forbidden;
+    for (size_t j = 0; j < branches.size(); ++j) {
+      if (j == i || provably_disjoint(branches[i], branches[j])) continue;
+      std::optional<std::string> pick;
+      for (const std::string& r : required_of(branches[j])) {
+        if (mine.count(r)) continue;
+        const bool declared = branches[i].contains("properties") &&
+                              branches[i]["properties"].is_object() &&
+                              branches[i]["properties"].contains(r);
+        if (!pick || !declared) pick = r;
+        if (!declared) break;
+      }
+      if (!pick) {
+        why = "branches " + std::to_string(i) + " and " + std::to_string(j) + " may overlap";
+        return false;
+      }
+      forbidden.insert(*pick);
+    }
+    if (forbidden.empty()) continue;
+    json& b = out[i];
+    if (!b.contains(kForbiddenKey)) b[kForbiddenKey] = json::array();
+    for (const std::string& f : forbidden) b[kForbiddenKey].push_back(f);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool exclusive_branches(const std::vector<json>& branches, std::vector<json>& out,
@@ -164,11 +262,15 @@ bool exclusive_branches(const std::vector<json>& branches, std::vector<json>& ou
   if (std::all_of(branches.begin(), branches.end(), only_required)) {
     return rewrite_required_only(branches, out, why);
   }
+  if (auto name = discriminator(branches)) {
+    out = with_required(branches, *name);
+    return true;
+  }
   for (size_t i = 0; i < branches.size(); ++i) {
     for (size_t j = i + 1; j < branches.size(); ++j) {
       if (!provably_disjoint(branches[i], branches[j])) {
         why = "branches " + std::to_string(i) + " and " + std::to_string(j) + " may overlap";
-        return false;
+        return rewrite_forbidding_names(branches, out, why);
       }
     }
   }

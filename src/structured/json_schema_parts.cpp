@@ -1,6 +1,7 @@
 #include "structured/json_schema_parts.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace pagedllm::structured {
@@ -128,6 +129,10 @@ uint64_t magnitude(int64_t v) {
 
 }  // namespace
 
+void schema_fail(const std::string& what, const std::string& ptr) {
+  throw GrammarError(what + " at '" + (ptr.empty() ? "#" : "#" + ptr) + "'");
+}
+
 int32_t add_integer_range(Grammar& g, std::optional<int64_t> lo, std::optional<int64_t> hi) {
   std::vector<int32_t> alts;
   // Non-negatives: [max(lo, 0), hi].
@@ -170,10 +175,18 @@ std::string format_regex(const std::string& format) {
       ":){0,3}" + kH16 + ")?::" + kH16 + ":" + kLs32 + "|((" + kH16 + ":){0,4}" + kH16 +
       ")?::" + kLs32 + "|((" + kH16 + ":){0,5}" + kH16 + ")?::" + kH16 + "|((" + kH16 + ":){0,6}" +
       kH16 + ")?::)";
+  // RFC 6570: literals, and {expressions} of an operator and variables with modifiers.
+  static const std::string kPct = "%[0-9A-Fa-f]{2}";
+  static const std::string kVarChar = "([A-Za-z0-9_]|" + kPct + ")";
+  static const std::string kVarSpec = kVarChar + "(\\.?" + kVarChar + R"()*(:[1-9]\d{0,3}|\*)?)";
+  static const std::string kUriTemplate = R"(([^\x00-\x20"'%<>\\^`{|}]|)" + kPct +
+                                          R"(|\{[+#./;?&=,!@|]?)" + kVarSpec + "(," + kVarSpec +
+                                          R"()*\})*)";
   static const std::map<std::string, std::string> kFormats = {
       {"date", kDate},
       {"time", kTime},
-      {"date-time", kDate + "[Tt ]" + kTime},
+      // RFC 3339 allows a space in prose only; validators want the T.
+      {"date-time", kDate + "[Tt]" + kTime},
       {"duration", R"(P(\d+W|(\d+Y)?(\d+M)?(\d+D)?(T(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?))"},
       {"email", R"([a-zA-Z0-9.!#$%&'*+/=?^_`{|}~-]+@)" + kLabel + R"((\.)" + kLabel + ")*"},
       {"hostname", kLabel + R"((\.)" + kLabel + ")*"},
@@ -181,6 +194,12 @@ std::string format_regex(const std::string& format) {
       {"ipv6", kIpv6},
       {"uuid", R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"},
       {"uri", R"([a-zA-Z][a-zA-Z0-9+.\-]*:[^\s"\\<>^`{|}]*)"},
+      // A relative reference's first segment has no ':' (it would read as a scheme).
+      {"uri-reference", R"([a-zA-Z][a-zA-Z0-9+.\-]*:[^\s"\\<>^`{|}]*|)"
+                        R"(([^\s"\\<>^`{|}:/?#]+)?([/?#][^\s"\\<>^`{|}]*)?)"},
+      {"uri-template", kUriTemplate},
+      {"json-pointer", R"((/([^~/]|~[01])*)*)"},
+      {"relative-json-pointer", R"((0|[1-9]\d*)(#|(/([^~/]|~[01])*)*))"},
   };
   auto it = kFormats.find(format);
   return it == kFormats.end() ? "" : it->second;
@@ -221,6 +240,15 @@ int32_t add_json_literal(Grammar& g, const nlohmann::ordered_json& value, int32_
     }
     items.insert(items.end(), {ws, g.literal("}")});
     return g.seq(std::move(items));
+  }
+  if (value.is_number()) {
+    // 2 and 2.0 are the same value: an integral number may be written either way.
+    const double v = value.get<double>();
+    if (std::floor(v) == v && std::fabs(v) < 1e15) {
+      const std::string whole = std::to_string(static_cast<int64_t>(v));
+      const std::string sign = std::signbit(v) && v == 0 ? "-" : "";
+      return g.alt({g.literal(sign + whole), g.literal(sign + whole + ".0")});
+    }
   }
   return g.literal(value.dump());
 }

@@ -13,6 +13,9 @@
 
 namespace pagedllm::structured {
 
+// Throws GrammarError("<what> at '#<ptr>'"): every schema error names where it is.
+[[noreturn]] void schema_fail(const std::string& what, const std::string& ptr);
+
 // Decimal integers (JSON syntax: no leading zeros, "-" for negatives) in [lo, hi]; an absent
 // bound is unbounded.
 int32_t add_integer_range(Grammar& g, std::optional<int64_t> lo, std::optional<int64_t> hi);

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <string>
+#include <vector>
 
 namespace pagedllm::structured {
 
@@ -341,6 +342,57 @@ class RegexParser {
   int nesting_ = 0;
 };
 
+// The top-level alternatives of a pattern, split at '|' outside groups and classes; empty when
+// the pattern is unbalanced (the parser then reports it).
+std::vector<std::string_view> top_branches(std::string_view p) {
+  std::vector<std::string_view> out;
+  int depth = 0;
+  bool in_class = false;
+  size_t begin = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const char c = p[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      if (--depth < 0) return {};
+    } else if (c == '|' && depth == 0) {
+      out.push_back(p.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+  if (depth != 0 || in_class) return {};
+  out.push_back(p.substr(begin));
+  return out;
+}
+
+// A branch that is one plain group, "(X)" or "(?:X)", stands for X's alternatives in its place:
+// written out that way, anchors inside it ("(^a$)|(^b$)") come to the ends of branches, where
+// the parser supports them.
+std::string unwrap_groups(std::string_view pattern) {
+  std::vector<std::string_view> branches = top_branches(pattern);
+  if (branches.empty()) return std::string(pattern);
+  std::string out;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    const std::string_view b = branches[i];
+    std::string piece(b);
+    const size_t skip = b.rfind("(?:", 0) == 0 ? 3 : b.rfind("(?", 0) == 0 ? 0 : 1;
+    if (skip > 0 && b.size() >= skip + 1 && b.front() == '(' && b.back() == ')') {
+      // The closing paren must be the one matching the first: the inside is balanced.
+      const std::string_view inside = b.substr(skip, b.size() - skip - 1);
+      if (!top_branches(inside).empty()) piece = unwrap_groups(inside);
+    }
+    if (i > 0) out += '|';
+    out += piece;
+  }
+  return out;
+}
+
 }  // namespace
 
 int32_t add_char_set(Grammar& g, const CodePointSet& set, bool json_string) {
@@ -368,7 +420,8 @@ int32_t add_char_set(Grammar& g, const CodePointSet& set, bool json_string) {
 }
 
 int32_t add_regex(Grammar& g, std::string_view pattern, RegexMode mode) {
-  return RegexParser(g, pattern, mode).parse_top();
+  const std::string unwrapped = unwrap_groups(pattern);
+  return RegexParser(g, unwrapped, mode).parse_top();
 }
 
 Grammar grammar_from_regex(std::string_view pattern) {

@@ -1,5 +1,6 @@
 // Regular expressions (the ECMAScript/Python subset schemas and users write: classes, Unicode
-// escapes, quantifiers, alternation, groups, anchors at the ends) into the grammar form.
+// escapes, quantifiers, alternation, groups, anchors at the ends of top-level branches, also
+// inside a branch that is one group as in "(^a$)|(^b$)") into the grammar form.
 #pragma once
 
 #include <cstdint>

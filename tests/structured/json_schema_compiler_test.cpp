@@ -184,12 +184,10 @@ TEST(JsonSchemaCompiler, AnyJsonObject) {
 }
 
 TEST(JsonSchemaCompiler, UnsupportedKeywordsAreErrorsNamingKeywordAndPointer) {
-  EXPECT_EQ(error_of([] { schema(R"({"properties": {"a": {"not": {"type": "string"}}}})"); }),
+  EXPECT_EQ(error_of([] { schema(R"({"properties": {"a": {"not": {"minLength": 3}}}})"); }),
             "unsupported keyword 'not' at '#/properties/a'");
   EXPECT_EQ(error_of([] { schema(R"({"type": "array", "uniqueItems": true})"); }),
             "unsupported keyword 'uniqueItems' at '#'");
-  EXPECT_EQ(error_of([] { schema(R"({"items": {"type": "integer", "multipleOf": 3}})"); }),
-            "unsupported keyword 'multipleOf' at '#/items'");
   EXPECT_EQ(error_of([] { schema(R"({"$ref": "http://x/y.json"})"); }),
             "unsupported $ref 'http://x/y.json' (only local refs) at '#'");
 }

@@ -79,5 +79,22 @@ TEST(RegexCompiler, AgreesWithStdRegexOnRandomAndMutatedStrings) {
   }
 }
 
+TEST(RegexCompiler, AnchorsInsideBranchesThatAreOneGroup) {
+  // In a schema's pattern (search mode): each group-wrapped branch anchored on its own.
+  auto g = compile_grammar([] {
+    Grammar gr;
+    gr.set_start(gr.add_rule(
+        "p", add_regex(gr, R"((^[0-9]+\.[0-9]+$)|(^v[a-z]+$)|(?:_x_))", {.search = true})));
+    return gr;
+  }());
+  EXPECT_TRUE(matches(*g, "1.5"));
+  EXPECT_TRUE(matches(*g, "vabc"));
+  EXPECT_TRUE(matches(*g, "aa_x_bb"));
+  EXPECT_FALSE(matches(*g, "a1.5"));
+  EXPECT_FALSE(matches(*g, "vabc1"));
+  // A group followed by more is left as it was ('^' inside it stays an error).
+  EXPECT_NE(error_of([] { regex("(^a)b"); }), "");
+}
+
 }  // namespace
 }  // namespace pagedllm::structured::test
