@@ -15,7 +15,7 @@ struct JsonSchemaOptions {
   bool compact = false;
   // Whitespace between tokens is nothing, one space, or a line break followed by at most this
   // many spaces or tabs of indentation (so a weak model cannot loop on whitespace).
-  int max_whitespace = 24;
+  int max_whitespace = 40;
   // additionalProperties defaults to false instead of the specification's true.
   bool strict_properties = false;
 };

@@ -56,5 +56,20 @@ TEST(MaskBench, InstancesAreWrittenInSchemaOrder) {
   EXPECT_EQ(in_schema_order(data, schema, schema).dump(), R"({"b":{"z":4,"y":3},"a":2,"extra":1})");
 }
 
+// As the compiler merges and picks them: allOf parts after the schema's own properties, a key
+// that a patternProperties regex finds takes that schema, an array under oneOf its items.
+TEST(MaskBench, InstancesFollowAllOfPatternPropertiesAndArrayBranches) {
+  const nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({
+      "properties": {"own": {}},
+      "allOf": [{"properties": {"p": {}}}, {"$ref": "#/$defs/q"}],
+      "patternProperties": {"^x-": {"properties": {"k": {}, "j": {}}}},
+      "$defs": {"q": {"properties": {"q": {"oneOf": [{"type": "string"},
+          {"type": "array", "items": {"properties": {"m": {}, "n": {}}}}]}}}}})");
+  const nlohmann::ordered_json data = nlohmann::ordered_json::parse(
+      R"({"x-a": {"j": 1, "k": 2}, "q": [{"n": 1, "m": 2}], "p": 3, "own": 4})");
+  EXPECT_EQ(in_schema_order(data, schema, schema).dump(),
+            R"({"own":4,"p":3,"q":[{"m":2,"n":1}],"x-a":{"k":2,"j":1}})");
+}
+
 }  // namespace
 }  // namespace pagedllm::structured::test
