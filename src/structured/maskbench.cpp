@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <regex>
 
 #include "structured/compiled_grammar.h"
 #include "structured/json_schema_compiler.h"
@@ -44,28 +45,81 @@ const json& follow_ref(const json& schema, const json& root) {
   return *at;
 }
 
-// Writes an instance's keys in the schema's property order (then the others, as they were):
-// the order a decoder constrained by the schema writes them in.
+// The schema a key outside "properties" takes: the first patternProperties regex that finds
+// the key (the grammar gives such a key that schema too), else additionalProperties.
+json schema_of_other_key(const json& schema, const std::string& key) {
+  if (schema.contains("patternProperties") && schema["patternProperties"].is_object()) {
+    for (const auto& [pattern, sub] : schema["patternProperties"].items()) {
+      try {
+        if (std::regex_search(key, std::regex(pattern, std::regex::ECMAScript))) return sub;
+      } catch (const std::regex_error&) {
+      }
+    }
+  }
+  return schema.contains("additionalProperties") ? schema["additionalProperties"] : json(true);
+}
+
+// allOf as the compiler merges it: the schema's own properties, then each part's in order.
+json merged_all_of(const json& schema, const json& root) {
+  json merged = schema;
+  merged.erase("allOf");
+  json props = schema.contains("properties") && schema["properties"].is_object()
+                   ? schema["properties"]
+                   : json::object();
+  for (const json& part_in : schema["allOf"]) {
+    const json& part = follow_ref(part_in, root);
+    if (!part.is_object()) continue;
+    if (part.contains("properties") && part["properties"].is_object()) {
+      for (const auto& [k, v] : part["properties"].items()) {
+        if (!props.contains(k)) props[k] = v;
+      }
+    }
+    for (const char* key : {"additionalProperties", "patternProperties", "items", "prefixItems"}) {
+      if (part.contains(key) && !merged.contains(key)) merged[key] = part[key];
+    }
+  }
+  if (!props.empty()) merged["properties"] = props;
+  return merged;
+}
+
+// The anyOf/oneOf branch that fits the instance best: for an object the one that declares most
+// of its keys, for an array the first that describes arrays.
+const json* best_branch(const json& branches, const json& data, const json& root) {
+  const json* best = nullptr;
+  size_t best_hits = 0;
+  for (const json& branch_in : branches) {
+    const json& branch = follow_ref(branch_in, root);
+    if (!branch.is_object()) continue;
+    if (data.is_array()) {
+      if (branch.contains("items") || branch.contains("prefixItems")) return &branch;
+      continue;
+    }
+    if (!branch.contains("properties")) continue;
+    size_t hits = 0;
+    for (const auto& [k, v] : data.items()) hits += branch["properties"].contains(k);
+    if (hits > best_hits) best = &branch, best_hits = hits;
+  }
+  return best;
+}
+
 }  // namespace
 
+// Writes an instance's keys in the schema's property order (then the others, as they were):
+// the order a decoder constrained by the schema writes them in.
 json in_schema_order(const json& data, const json& schema_in, const json& root, int depth) {
   if (depth > 64) return data;
   const json& schema = follow_ref(schema_in, root);
-  if (!schema.is_object()) return data;
-  for (const char* key : {"anyOf", "oneOf", "allOf"}) {
-    if (!schema.contains(key) || !schema[key].is_array() || !data.is_object()) continue;
-    // The branch that declares most of the instance's keys.
-    const json* best = nullptr;
-    size_t best_hits = 0;
-    for (const json& branch_in : schema[key]) {
-      const json& branch = follow_ref(branch_in, root);
-      if (!branch.is_object() || !branch.contains("properties")) continue;
-      size_t hits = 0;
-      for (const auto& [k, v] : data.items()) hits += branch["properties"].contains(k);
-      if (hits > best_hits) best = &branch, best_hits = hits;
-    }
-    if (best && !schema.contains("properties"))
+  if (!schema.is_object() || !(data.is_object() || data.is_array())) return data;
+  if (schema.contains("allOf") && schema["allOf"].is_array()) {
+    return in_schema_order(data, merged_all_of(schema, root), root, depth + 1);
+  }
+  for (const char* key : {"anyOf", "oneOf"}) {
+    if (!schema.contains(key) || !schema[key].is_array()) continue;
+    if (data.is_object() && schema.contains("properties")) continue;
+    if (data.is_array() && (schema.contains("items") || schema.contains("prefixItems"))) continue;
+    if (const json* best = best_branch(schema[key], data, root)) {
       return in_schema_order(data, *best, root, depth + 1);
+    }
   }
   if (data.is_object()) {
     json out = json::object();
@@ -75,29 +129,25 @@ json in_schema_order(const json& data, const json& schema_in, const json& root, 
     for (const auto& [k, sub] : props.items()) {
       if (data.contains(k)) out[k] = in_schema_order(data[k], sub, root, depth + 1);
     }
-    const json extra =
-        schema.contains("additionalProperties") ? schema["additionalProperties"] : json(true);
     for (const auto& [k, v] : data.items()) {
-      if (!props.contains(k)) out[k] = in_schema_order(v, extra, root, depth + 1);
+      if (!props.contains(k))
+        out[k] = in_schema_order(v, schema_of_other_key(schema, k), root, depth + 1);
     }
     return out;
   }
-  if (data.is_array()) {
-    json out = json::array();
-    for (size_t i = 0; i < data.size(); ++i) {
-      json sub = true;
-      if (schema.contains("prefixItems") && i < schema["prefixItems"].size()) {
-        sub = schema["prefixItems"][i];
-      } else if (schema.contains("items") && schema["items"].is_array()) {
-        sub = i < schema["items"].size() ? schema["items"][i] : json(true);
-      } else if (schema.contains("items")) {
-        sub = schema["items"];
-      }
-      out.push_back(in_schema_order(data[i], sub, root, depth + 1));
+  json out = json::array();
+  for (size_t i = 0; i < data.size(); ++i) {
+    json sub = true;
+    if (schema.contains("prefixItems") && i < schema["prefixItems"].size()) {
+      sub = schema["prefixItems"][i];
+    } else if (schema.contains("items") && schema["items"].is_array()) {
+      sub = i < schema["items"].size() ? schema["items"][i] : json(true);
+    } else if (schema.contains("items")) {
+      sub = schema["items"];
     }
-    return out;
+    out.push_back(in_schema_order(data[i], sub, root, depth + 1));
   }
-  return data;
+  return out;
 }
 
 namespace {
