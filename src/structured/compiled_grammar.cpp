@@ -411,16 +411,16 @@ class EpsilonRemover {
 
   void closure(uint32_t node, std::vector<uint32_t>& out) {
     ++stamp_;
-    todo_.assign(1, node);
+    worklist_.assign(1, node);
     seen_[node] = stamp_;
-    while (!todo_.empty()) {
-      const uint32_t n = todo_.back();
-      todo_.pop_back();
+    while (!worklist_.empty()) {
+      const uint32_t n = worklist_.back();
+      worklist_.pop_back();
       out.push_back(n);
       for (uint32_t next : nfa_.eps.of(n)) {
         if (seen_[next] != stamp_) {
           seen_[next] = stamp_;
-          todo_.push_back(next);
+          worklist_.push_back(next);
         }
       }
     }
@@ -463,7 +463,7 @@ class EpsilonRemover {
 
   const Nfa& nfa_;
   CompiledGrammar& out_;
-  std::vector<uint32_t> index_, order_, seen_, todo_, members_;
+  std::vector<uint32_t> index_, order_, seen_, worklist_, members_;
   std::vector<uint8_t> is_end_;
   uint32_t stamp_ = 0;
 };

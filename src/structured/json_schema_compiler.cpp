@@ -260,19 +260,7 @@ class SchemaCompiler {
   static bool value_fits_type(const json& v, const json& s) {
     if (!s.contains("type")) return true;
     const json& t = s["type"];
-    const auto fits = [&](const std::string& name) {
-      if (name == "null") return v.is_null();
-      if (name == "boolean") return v.is_boolean();
-      if (name == "integer") {
-        return v.is_number_integer() ||
-               (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-      }
-      if (name == "number") return v.is_number();
-      if (name == "string") return v.is_string();
-      if (name == "array") return v.is_array();
-      if (name == "object") return v.is_object();
-      return false;
-    };
+    const auto fits = [&](const std::string& name) { return has_type(v, name); };
     if (t.is_string()) return fits(t.get<std::string>());
     if (t.is_array()) {
       for (const json& x : t) {

@@ -33,20 +33,6 @@ class AllOf {
   bool invalid_ = false, unknown_ = false;
 };
 
-bool has_type(const json& v, const std::string& t) {
-  if (t == "null") return v.is_null();
-  if (t == "boolean") return v.is_boolean();
-  if (t == "integer") {
-    return v.is_number_integer() ||
-           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
-  }
-  if (t == "number") return v.is_number();
-  if (t == "string") return v.is_string();
-  if (t == "array") return v.is_array();
-  if (t == "object") return v.is_object();
-  return false;
-}
-
 size_t code_points(const std::string& s) {
   size_t n = 0;
   for (char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
@@ -266,6 +252,20 @@ Verdict check(const json& v, const json& s) {
 }
 
 }  // namespace
+
+bool has_type(const nlohmann::ordered_json& v, const std::string& t) {
+  if (t == "null") return v.is_null();
+  if (t == "boolean") return v.is_boolean();
+  if (t == "integer") {
+    return v.is_number_integer() ||
+           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  }
+  if (t == "number") return v.is_number();
+  if (t == "string") return v.is_string();
+  if (t == "array") return v.is_array();
+  if (t == "object") return v.is_object();
+  return false;
+}
 
 Verdict validate(const json& value, const json& schema) {
   return check(value, schema);

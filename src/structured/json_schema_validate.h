@@ -4,6 +4,8 @@
 // kUnknown, and the caller must not guess.
 #pragma once
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 namespace pagedllm::structured {
@@ -11,5 +13,9 @@ namespace pagedllm::structured {
 enum class Verdict { kValid, kInvalid, kUnknown };
 
 Verdict validate(const nlohmann::ordered_json& value, const nlohmann::ordered_json& schema);
+
+// Whether `value` is of the JSON Schema type `type` ("integer" takes 2.0 too); false for a name
+// that is not a type.
+bool has_type(const nlohmann::ordered_json& value, const std::string& type);
 
 }  // namespace pagedllm::structured
