@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #ifdef PAGEDLLM_HAVE_MPI
 #include <mpi.h>
@@ -48,6 +50,9 @@ Communicator& Communicator::world() {
 }
 void Communicator::all_reduce_sum(float*, size_t) {}
 void Communicator::broadcast(std::vector<uint8_t>&, int, bool) {}
+void Communicator::gather(const float* mine, std::span<const int> counts, float* all, int) {
+  std::copy(mine, mine + counts[0], all);
+}
 std::vector<uint64_t> Communicator::all_gather(std::span<const uint64_t> mine) {
   return {mine.begin(), mine.end()};
 }
@@ -81,25 +86,108 @@ void check(int code, const char* what) {
   throw PeerFailure(std::string(what) + " failed: " + std::string(text, length));
 }
 
+// Where a rank is, for the diagnosis of a collective that timed out: rank 0 sends kProbeTag to
+// every other rank, and each one that is waiting (in wait_for's polling loop) answers kAnswerTag
+// with the number of the collective it waits in. A rank that hangs or died does not answer.
+constexpr int kProbeTag = 0x7044;
+constexpr int kAnswerTag = 0x7045;
+// How long rank 0 waits for the answers, and how much longer than rank 0 the other ranks wait
+// in a collective before giving up themselves (so that they are still there to answer).
+constexpr auto kProbeWindow = std::chrono::seconds(2);
+constexpr double kWorkerGrace = 5.0;
+
+void answer_probe(const Communicator& comm) {
+  int pending = 0;
+  if (MPI_Iprobe(0, kProbeTag, MPI_COMM_WORLD, &pending, MPI_STATUS_IGNORE) != MPI_SUCCESS ||
+      !pending)
+    return;
+  uint64_t asked = 0;
+  MPI_Recv(&asked, 1, MPI_UINT64_T, 0, kProbeTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  static uint64_t answer;  // outlives the send, which is never waited for
+  answer = comm.collectives();
+  MPI_Request request;
+  if (MPI_Isend(&answer, 1, MPI_UINT64_T, 0, kAnswerTag, MPI_COMM_WORLD, &request) == MPI_SUCCESS)
+    MPI_Request_free(&request);
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+// Rank 0, after its collective number `collective` timed out: which ranks do not answer (they
+// hang or died), and which wait behind it (for a message a silent rank was to pass on).
+std::string diagnose(const Communicator& comm) {
+  const auto size = static_cast<size_t>(comm.size());
+  // Static: a late answer may still land after this returns; the job is ending anyway.
+  static std::vector<uint64_t> answers;
+  static uint64_t probe;
+  answers.assign(size, 0);
+  probe = comm.collectives();
+  std::vector<MPI_Request> receives(size, MPI_REQUEST_NULL);
+  for (size_t r = 1; r < size; ++r) {
+    const int rank = static_cast<int>(r);
+    MPI_Request send;
+    if (MPI_Isend(&probe, 1, MPI_UINT64_T, rank, kProbeTag, MPI_COMM_WORLD, &send) == MPI_SUCCESS)
+      MPI_Request_free(&send);
+    MPI_Irecv(&answers[r], 1, MPI_UINT64_T, rank, kAnswerTag, MPI_COMM_WORLD, &receives[r]);
+  }
+  std::vector<bool> answered(size, false);
+  const auto deadline = std::chrono::steady_clock::now() + kProbeWindow;
+  size_t open = size - 1;
+  while (open > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (size_t r = 1; r < size; ++r) {
+      int done = 0;
+      if (answered[r] || MPI_Test(&receives[r], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done)
+        continue;
+      answered[r] = true;
+      --open;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<int> silent, behind, waiting;
+  for (size_t r = 1; r < size; ++r) {
+    const int rank = static_cast<int>(r);
+    if (!answered[r]) {
+      MPI_Cancel(&receives[r]);
+      MPI_Request_free(&receives[r]);
+      silent.push_back(rank);
+    } else {
+      (answers[r] < probe ? behind : waiting).push_back(rank);
+    }
+  }
+  std::string out;
+  if (!silent.empty()) out = rank_list(silent) + " did not answer: it hangs or died";
+  if (!behind.empty())
+    out += (out.empty() ? "" : "; ") + rank_list(behind) + " still wait in an earlier collective";
+  if (!waiting.empty()) out += (out.empty() ? "" : "; ") + rank_list(waiting) + " wait in this one";
+  return out;
+}
+
 // Polls a nonblocking collective until it completes. Spins for the first millisecond (a step's
 // all-reduce completes in microseconds), then sleeps between polls so that a waiting rank
-// leaves its core to the others. Throws PeerFailure past the deadline.
-void wait_for(MPI_Request& request, const char* what, double timeout_s, bool idle) {
+// leaves its core to the others, answering rank 0's probe meanwhile. Past the deadline throws
+// PeerFailure, which on rank 0 names the ranks that did not answer the probe.
+void wait_for(MPI_Request& request, const char* what, const Communicator& comm, bool idle) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto spin = std::chrono::milliseconds(1);
+  const double timeout_s = comm.timeout() + (comm.rank() == 0 ? 0.0 : kWorkerGrace);
   auto nap = std::chrono::microseconds(50);
   while (true) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     if (done) return;
     const auto waited = Clock::now() - start;
-    if (!idle && timeout_s > 0 && waited > std::chrono::duration<double>(timeout_s)) {
-      throw PeerFailure(std::string(what) + " did not complete within " +
-                        std::to_string(static_cast<int>(timeout_s)) +
-                        " s: a rank has died or hangs");
+    if (!idle && comm.timeout() > 0 && waited > std::chrono::duration<double>(timeout_s)) {
+      std::string message = std::string(what) + " did not complete within " +
+                            std::to_string(static_cast<int>(comm.timeout())) + " s";
+      const std::string where = comm.rank() == 0 ? diagnose(comm) : "";
+      throw PeerFailure(message + ": " + (where.empty() ? "a rank has died or hangs" : where));
     }
     if (waited < spin) continue;
+    if (comm.rank() != 0) answer_probe(comm);
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, std::chrono::microseconds(idle ? 500 : 200));
   }
@@ -139,30 +227,45 @@ Communicator& Communicator::world() {
 
 void Communicator::all_reduce_sum(float* data, size_t count) {
   MPI_Request request;
+  ++collectives_;
   check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                        MPI_COMM_WORLD, &request),
         "all-reduce");
-  wait_for(request, "all-reduce", timeout_s_, false);
+  wait_for(request, "all-reduce", *this, false);
 }
 
 void Communicator::broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wait) {
   uint64_t size = bytes.size();
   MPI_Request request;
+  ++collectives_;
   check(MPI_Ibcast(&size, 1, MPI_UINT64_T, root, MPI_COMM_WORLD, &request), "broadcast");
-  wait_for(request, "broadcast", timeout_s_, idle_wait);
+  wait_for(request, "broadcast", *this, idle_wait);
   bytes.resize(size);
+  ++collectives_;
   check(MPI_Ibcast(bytes.data(), static_cast<int>(size), MPI_BYTE, root, MPI_COMM_WORLD, &request),
         "broadcast");
-  wait_for(request, "broadcast", timeout_s_, false);
+  wait_for(request, "broadcast", *this, false);
+}
+
+void Communicator::gather(const float* mine, std::span<const int> counts, float* all, int root) {
+  std::vector<int> offsets(counts.size(), 0);
+  for (size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  MPI_Request request;
+  ++collectives_;
+  check(MPI_Igatherv(mine, counts[static_cast<size_t>(rank_)], MPI_FLOAT, all, counts.data(),
+                     offsets.data(), MPI_FLOAT, root, MPI_COMM_WORLD, &request),
+        "gather");
+  wait_for(request, "gather", *this, false);
 }
 
 std::vector<uint64_t> Communicator::all_gather(std::span<const uint64_t> mine) {
   std::vector<uint64_t> all(mine.size() * static_cast<size_t>(size_));
   MPI_Request request;
+  ++collectives_;
   check(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
                        static_cast<int>(mine.size()), MPI_UINT64_T, MPI_COMM_WORLD, &request),
         "all-gather");
-  wait_for(request, "all-gather", timeout_s_, false);
+  wait_for(request, "all-gather", *this, false);
   return all;
 }
 

@@ -4,7 +4,8 @@
 //
 // Every wait has a deadline: a collective that a peer does not join within timeout() seconds
 // (it died or hangs) throws PeerFailure instead of blocking for ever, and MPI errors come back
-// as exceptions (MPI_ERRORS_RETURN), not as an abort inside the library.
+// as exceptions (MPI_ERRORS_RETURN), not as an abort inside the library. Past the deadline rank
+// 0 asks every rank where it waits, so the error names the rank that hangs (docs/SCALE-OUT.md).
 #pragma once
 
 #include <cstddef>
@@ -55,14 +56,20 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   double timeout() const { return timeout_s_; }
-  // Seconds a collective may wait for its peers; <= 0 waits for ever.
+  // Seconds a collective may wait for its peers; <= 0 waits for ever. Ranks above 0 wait a few
+  // seconds longer, so that rank 0, which reports, gives up first.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
+  // Collectives this rank has entered: every rank enters the same ones in the same order.
+  uint64_t collectives() const { return collectives_; }
 
   // Sums `data` over the ranks, in place (f32); every rank gets the same sum.
   void all_reduce_sum(float* data, size_t count);
   // The root's bytes to every rank (resized to fit). idle_wait: a rank that may wait any time
   // for the next message (a worker between requests) sleeps between polls and has no deadline.
   void broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wait = false);
+  // Rank r's counts[r] floats from `mine`, placed rank after rank in `all` on `root` (which
+  // holds the sum of counts; `all` is unused elsewhere).
+  void gather(const float* mine, std::span<const int> counts, float* all, int root);
   // Every rank's `mine` (all the same length), rank by rank.
   std::vector<uint64_t> all_gather(std::span<const uint64_t> mine);
   // Logs "rank R: message" (unless empty) and ends every process of the job (MPI_Abort) with exit
@@ -74,6 +81,7 @@ class Communicator {
   int rank_;
   int size_;
   double timeout_s_ = 60.0;
+  uint64_t collectives_ = 0;
 };
 
 }  // namespace pagedllm::distributed

@@ -194,7 +194,7 @@ struct Engine::Impl {
     model = create_model(
         weights,
         {s.max_num_batched_tokens, [&bar](size_t done, size_t total) { bar.update(done, total); }},
-        shard_of(tp));
+        shard_of(tp, mc.vocab_size));
     model->bind_kv_cache(*kv_cache);
     RunnerOptions runner;
     runner.vision = vision;

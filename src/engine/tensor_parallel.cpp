@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <limits>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -120,13 +122,29 @@ std::shared_ptr<const ModelWeights> load_rank_weights(const std::string& path,
                                                       ModelFingerprint& fingerprint) {
   ModelWeights loaded = load_model(path);
   fingerprint = fingerprint_of(loaded);
-  if (tp) loaded = shard_weights(std::move(loaded), tp->rank(), tp->size(), tp->rank() == 0);
+  if (tp) loaded = shard_weights(std::move(loaded), tp->rank(), tp->size());
   return std::make_shared<const ModelWeights>(std::move(loaded));
 }
 
-TensorParallelShard shard_of(distributed::Communicator* tp) {
+TensorParallelShard shard_of(distributed::Communicator* tp, int vocab) {
   if (!tp) return {};
-  return {[tp](float* data, size_t count) { tp->all_reduce_sum(data, count); }, tp->rank() == 0};
+  TensorParallelShard shard;
+  shard.all_reduce = [tp](float* data, size_t count) { tp->all_reduce_sum(data, count); };
+  auto gathered = std::make_shared<std::vector<float>>();
+  shard.gather_logits = [tp, vocab, gathered](const float* mine, int rows, std::span<float> whole) {
+    const int ranks = tp->size();
+    std::vector<int> counts(static_cast<size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      const int64_t count = int64_t{rows} * vocab_share(vocab, r, ranks).count;
+      if (count > std::numeric_limits<int>::max())
+        throw std::length_error("too many logits rows in one step for an MPI gather");
+      counts[static_cast<size_t>(r)] = static_cast<int>(count);
+    }
+    if (tp->rank() == 0) gathered->resize(static_cast<size_t>(rows) * static_cast<size_t>(vocab));
+    tp->gather(mine, counts, gathered->data(), 0);
+    if (tp->rank() == 0) place_vocab_shares(gathered->data(), rows, vocab, ranks, whole);
+  };
+  return shard;
 }
 
 void tensor_parallel_handshake(distributed::Communicator& comm, const EngineOptions& options,

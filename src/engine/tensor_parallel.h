@@ -34,8 +34,9 @@ ModelFingerprint fingerprint_of(const ModelWeights& full);
 std::shared_ptr<const ModelWeights> load_rank_weights(const std::string& path,
                                                       distributed::Communicator* tp,
                                                       ModelFingerprint& fingerprint);
-// What the model of this rank needs: the all-reduce over `tp`, and whether it computes logits.
-TensorParallelShard shard_of(distributed::Communicator* tp);
+// What the model of this rank needs: the all-reduce over `tp`, and the gather that assembles
+// its `vocab` logits columns on rank 0.
+TensorParallelShard shard_of(distributed::Communicator* tp, int vocab);
 
 // Gathers every rank's build, model, flags and KV-cache size. On a mismatch every rank throws
 // distributed::CollectiveError; rank 0's says which rank differs and in what.

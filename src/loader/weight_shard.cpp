@@ -1,5 +1,6 @@
 #include "loader/weight_shard.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -69,7 +70,14 @@ void require_divisible(const ModelWeights& w, int value, int ranks, const char* 
 
 }  // namespace
 
-ModelWeights shard_weights(ModelWeights w, int rank, int ranks, bool keep_output) {
+VocabShare vocab_share(int vocab, int rank, int ranks) {
+  const auto edge = [&](int r) {
+    return static_cast<int>(static_cast<int64_t>(vocab) * r / ranks);
+  };
+  return {edge(rank), edge(rank + 1) - edge(rank)};
+}
+
+ModelWeights shard_weights(ModelWeights w, int rank, int ranks) {
   if (ranks <= 1) return w;
   ModelConfig& c = w.config;
   require_divisible(w, c.n_heads, ranks, "attention heads");
@@ -93,7 +101,8 @@ ModelWeights shard_weights(ModelWeights w, int rank, int ranks, bool keep_output
   c.n_heads /= ranks;
   c.n_kv_heads /= ranks;
   c.hidden_dim /= ranks;
-  if (!keep_output) w.output = WeightMatrix{w.output.dtype, 0, w.output.cols, nullptr};
+  const VocabShare share = vocab_share(c.vocab_size, rank, ranks);
+  w.output = rows_of(w.output, Slice{share.begin, share.count});
   return w;
 }
 

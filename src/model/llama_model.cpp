@@ -33,7 +33,10 @@ namespace {
 // back so that resident memory holds the weights once. (The embedding stays: rows are gathered
 // from it, and a tied output shares it.)
 void release_mapped_pages(const ModelWeights& w, const WeightMatrix& m) {
-  if (m.data == w.token_embedding.data) return;
+  // A tied output layer (or its vocab share) is the embedding, which stays in use.
+  const auto* first = static_cast<const uint8_t*>(m.data);
+  if (first >= w.token_embedding.row(0) && first < w.token_embedding.row(w.token_embedding.rows))
+    return;
   for (const std::vector<uint8_t>& copy : w.owned_bytes) {
     if (m.data != copy.data()) continue;
     // A tensor-parallel column slice (loader/weight_shard.h), copied at load and packed now: its
@@ -91,10 +94,8 @@ LlamaModel::LlamaModel(std::shared_ptr<const ModelWeights> weights, int max_toke
     }
     if (progress) progress(linears_.size(), total);
   }
-  if (tensor_parallel_.computes_logits) {
-    output_ = LinearLayer({&weights_->output});
-    release_mapped_pages(*weights_, weights_->output);
-  }
+  output_ = LinearLayer({&weights_->output});
+  release_mapped_pages(*weights_, weights_->output);
   if (progress) progress(total, total);
   inv_freq_ = rope_inverse_frequencies(c);
   if (weights_->rope_freq_factors) {
@@ -248,10 +249,17 @@ void LlamaModel::forward(const ModelInputs& in, std::span<float> logits) {
     attention_block(l, in, tokens, last_layer);
     mlp_block(l, last_layer ? in.num_logits : tokens);
   }
-  if (!tensor_parallel_.computes_logits) return;
   last_.resize(static_cast<size_t>(in.num_logits) * c.dim);
   cpu::rms_norm(x_.data(), weights_->final_norm, last_.data(), in.num_logits, c.dim, c.norm_eps);
-  output_.apply(last_.data(), in.num_logits, logits.data());
+  if (!tensor_parallel_.gather_logits) {
+    output_.apply(last_.data(), in.num_logits, logits.data());
+    return;
+  }
+  // This rank's share of the vocabulary, then rank 0 puts the shares side by side.
+  share_logits_.resize(static_cast<size_t>(in.num_logits) *
+                       static_cast<size_t>(weights_->output.rows));
+  output_.apply(last_.data(), in.num_logits, share_logits_.data());
+  tensor_parallel_.gather_logits(share_logits_.data(), in.num_logits, logits);
 }
 
 }  // namespace pagedllm

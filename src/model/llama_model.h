@@ -89,7 +89,7 @@ class LlamaModel : public Model {
   // Workspace, sized once for max_tokens.
   // On cache lines: oneDNN's AMX kernels read and write whole 64-byte rows (aligned_allocator.h).
   using Activations = std::vector<float, AlignedAllocator<float>>;
-  Activations x_, xb_, qkv_, q_, attn_, gate_up_, gate_, last_;
+  Activations x_, xb_, qkv_, q_, attn_, gate_up_, gate_, last_, share_logits_;
   std::vector<int32_t> out_positions_;  // gather_output_rows()'s batch
 };
 

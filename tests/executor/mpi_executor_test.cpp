@@ -5,8 +5,10 @@
 #include "executor/mpi_executor.h"
 
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -288,11 +290,15 @@ std::string fault_value(const std::string& report, const std::string& key) {
   return report.substr(begin, report.find('\n', begin) - begin);
 }
 
-CliResult run_fault(const std::string& mode, const std::string& mpirun_flags = "") {
-  return run_shell("timeout 120 bash " PAGEDLLM_SOURCE_DIR "/tests/executor/tp_fault.sh " +
+// env: NP and FAULT_RANK for tp_fault.sh ("NP=4 FAULT_RANK=2"), or empty.
+CliResult run_fault(const std::string& mode, const std::string& mpirun_flags = "",
+                    const std::string& env = "") {
+  std::string label = "fault-" + mode + mpirun_flags + env;
+  std::replace_if(
+      label.begin(), label.end(), [](char c) { return c == ' ' || c == '='; }, '-');
+  return run_shell(env + " timeout 120 bash " PAGEDLLM_SOURCE_DIR "/tests/executor/tp_fault.sh " +
                    std::string(PAGEDLLM_BINARY) + " " + model_path("stories260K/stories260K.gguf") +
-                   " " + mode + " " + temp_path("fault-" + mode + mpirun_flags) + " " +
-                   mpirun_flags);
+                   " " + mode + " " + temp_path(label) + " " + mpirun_flags);
 }
 
 // mpirun ends the whole job at once when a rank dies: no rank waits on a dead peer.
@@ -317,11 +323,32 @@ TEST(TensorParallelFaults, AHungRankIsAnsweredWith503AndTheJobEnds) {
   EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
   EXPECT_NE(fault_value(r.out, "exit"), "0") << r.out;
   EXPECT_LE(std::stoi(fault_value(r.out, "seconds")), 20) << r.out;
-  EXPECT_NE(r.out.find("did not complete within 3 s: a rank has died or hangs"), std::string::npos)
+  EXPECT_NE(r.out.find("did not complete within 3 s: rank 1 did not answer: it hangs or died"),
+            std::string::npos)
       << r.out;
   EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
   EXPECT_EQ(fault_value(r.out, "stream_error"), "\"code\":503") << r.out;
   EXPECT_EQ(fault_value(r.out, "stream_done"), "1") << "the stream ends with [DONE]";
+}
+
+// Of four ranks, rank 2 freezes: rank 0 asks the others where they wait, and its error names
+// rank 2 alone as the one that did not answer. Ranks 1 and 3 answered: they wait in the same
+// collective, or rank 3 in an earlier one when its part of the step message was to come through
+// rank 2 (a broadcast tree).
+TEST(TensorParallelFaults, RankZeroNamesTheRankThatHangs) {
+  skip_without_mpi();
+  const CliResult r = run_fault("stop", "", "NP=4 FAULT_RANK=2");
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(fault_value(r.out, "ended"), "yes") << r.out;
+  EXPECT_EQ(fault_value(r.out, "after_code"), "503") << r.out;
+  const size_t at =
+      r.out.find("did not complete within 3 s: rank 2 did not answer: it hangs or died; ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string rest = r.out.substr(at, r.out.find('\n', at) - at);
+  const bool together = rest.find("ranks 1, 3 wait in this one") != std::string::npos;
+  const bool three_behind = rest.find("rank 3 still wait") != std::string::npos &&
+                            rest.find("rank 1 wait in this one") != std::string::npos;
+  EXPECT_TRUE(together || three_behind) << rest;
 }
 
 // A real two-host run on one machine: one rank in each of two network namespaces joined by a

@@ -22,7 +22,7 @@ ModelWeights stories() {
 
 std::string shard_error(ModelWeights w, int ranks) {
   try {
-    shard_weights(std::move(w), 0, ranks, true);
+    shard_weights(std::move(w), 0, ranks);
   } catch (const ModelLoadError& e) {
     return e.what();
   }
@@ -31,7 +31,7 @@ std::string shard_error(ModelWeights w, int ranks) {
 
 TEST(WeightShard, ARankKeepsItsHeadsRowsAndTheMatchingInputColumns) {
   const ModelWeights full = stories();  // 8 heads, 4 KV heads of 8, FFN 172
-  const ModelWeights shard = shard_weights(stories(), 1, 2, false);
+  const ModelWeights shard = shard_weights(stories(), 1, 2);
   const ModelConfig& c = shard.config;
   EXPECT_EQ(c.n_heads, 4);
   EXPECT_EQ(c.n_kv_heads, 2);
@@ -55,9 +55,35 @@ TEST(WeightShard, ARankKeepsItsHeadsRowsAndTheMatchingInputColumns) {
     EXPECT_EQ(
         std::memcmp(s.w_down.row(r), f.w_down.row(r) + 86 * sizeof(float), 86 * sizeof(float)), 0);
   }
-  // Only the rank that samples keeps the output layer.
-  EXPECT_EQ(shard.output.rows, 0);
-  EXPECT_EQ(shard_weights(stories(), 0, 2, true).output.rows, 512);
+  // Vocab-parallel output layer: rank 1 has the rows of tokens 256-511.
+  ASSERT_EQ(shard.output.rows, 256);
+  EXPECT_EQ(shard.output.cols, 64);
+  EXPECT_EQ(std::memcmp(shard.output.row(0), full.output.row(256), shard.output.row_stride() * 256),
+            0);
+  EXPECT_EQ(shard_weights(stories(), 0, 2).output.rows, 256);
+}
+
+TEST(WeightShard, AnyVocabularySplitsIntoSharesThatDifferByAtMostOneRow) {
+  // 11 tokens over 3 ranks: [0, 3), [3, 7), [7, 11).
+  EXPECT_EQ(vocab_share(11, 0, 3).begin, 0);
+  EXPECT_EQ(vocab_share(11, 0, 3).count, 3);
+  EXPECT_EQ(vocab_share(11, 1, 3).begin, 3);
+  EXPECT_EQ(vocab_share(11, 1, 3).count, 4);
+  EXPECT_EQ(vocab_share(11, 2, 3).begin, 7);
+  EXPECT_EQ(vocab_share(11, 2, 3).count, 4);
+  for (int vocab : {1, 7, 512, 32000, 128256, 151936}) {
+    for (int ranks : {1, 2, 3, 4, 8}) {
+      int next = 0;
+      for (int r = 0; r < ranks; ++r) {
+        const VocabShare share = vocab_share(vocab, r, ranks);
+        EXPECT_EQ(share.begin, next);
+        EXPECT_GE(share.count, vocab / ranks);
+        EXPECT_LE(share.count, vocab / ranks + 1);
+        next = share.begin + share.count;
+      }
+      EXPECT_EQ(next, vocab) << vocab << " over " << ranks;
+    }
+  }
 }
 
 TEST(WeightShard, RefusesHeadsOrKvHeadsThatDoNotDivide) {
@@ -86,7 +112,7 @@ TEST(WeightShard, NeverCutsAQuantizationBlock) {
   // Whole blocks split: o_proj's 64 columns give each of two ranks one block per row.
   spec.config.hidden_dim = 128;
   export_gguf(spec, random_weights(spec.config, 3), path);
-  const ModelWeights shard = shard_weights(load_model(path), 1, 2, true);
+  const ModelWeights shard = shard_weights(load_model(path), 1, 2);
   EXPECT_EQ(shard.layers[0].wo.dtype, DType::kQ8_0);
   EXPECT_EQ(shard.layers[0].wo.cols, 32);
   EXPECT_EQ(shard.layers[0].w_down.cols, 64);

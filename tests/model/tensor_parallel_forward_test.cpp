@@ -14,6 +14,7 @@
 #include "loader/weight_shard.h"
 #include "model/model_factory.h"
 #include "model/presets.h"
+#include "model/tensor_parallel.h"
 #include "test_paths.h"
 #include "worker/model_runner.h"
 
@@ -21,11 +22,28 @@ namespace pagedllm {
 namespace {
 
 // Threads that sum their buffers: each adds every rank's buffer in rank order, so all get the
-// same sum, as MPI_Allreduce gives.
+// same sum, as MPI_Allreduce gives. gather() puts every rank's floats after the last rank's on
+// rank 0, as MPI_Gatherv does.
 class ThreadAllReduce {
  public:
   explicit ThreadAllReduce(int ranks)
-      : barrier_(ranks), buffers_(static_cast<size_t>(ranks)), sums_(buffers_.size()) {}
+      : barrier_(ranks),
+        buffers_(static_cast<size_t>(ranks)),
+        sums_(buffers_.size()),
+        counts_(buffers_.size()) {}
+
+  void gather(int rank, const float* mine, size_t count, std::vector<float>& all) {
+    const auto me = static_cast<size_t>(rank);
+    buffers_[me] = const_cast<float*>(mine);
+    counts_[me] = count;
+    barrier_.arrive_and_wait();
+    if (rank == 0) {
+      all.clear();
+      for (size_t r = 0; r < buffers_.size(); ++r)
+        all.insert(all.end(), buffers_[r], buffers_[r] + counts_[r]);
+    }
+    barrier_.arrive_and_wait();  // rank 0 has read every buffer
+  }
 
   void operator()(int rank, float* data, size_t count) {
     const auto me = static_cast<size_t>(rank);
@@ -42,6 +60,7 @@ class ThreadAllReduce {
   std::barrier<> barrier_;
   std::vector<float*> buffers_;
   std::vector<std::vector<float>> sums_;
+  std::vector<size_t> counts_;
 };
 
 ModelInputs prefill_inputs(ModelRunner& runner, const std::vector<int32_t>& prompt) {
@@ -74,12 +93,18 @@ std::vector<float> last_logits(const std::string& path, int ranks) {
   ThreadAllReduce reduce(ranks);
   std::vector<float> logits;
   auto run_rank = [&](int rank) {
-    ModelWeights w = shard_weights(load_model(path), rank, ranks, rank == 0);
+    ModelWeights w = shard_weights(load_model(path), rank, ranks);
+    const int vocab = w.config.vocab_size;
     auto weights = std::make_shared<const ModelWeights>(std::move(w));
     TensorParallelShard shard;
+    std::vector<float> gathered;
     if (ranks > 1) {
       shard.all_reduce = [&reduce, rank](float* d, size_t n) { reduce(rank, d, n); };
-      shard.computes_logits = rank == 0;
+      shard.gather_logits = [&, rank, vocab](const float* mine, int rows, std::span<float> whole) {
+        const size_t count = static_cast<size_t>(rows) * vocab_share(vocab, rank, ranks).count;
+        reduce.gather(rank, mine, count, gathered);
+        if (rank == 0) place_vocab_shares(gathered.data(), rows, vocab, ranks, whole);
+      };
     }
     auto model = create_model(weights, {32, {}}, shard);
     PagedKVCache cache(model->kv_cache_spec(16, 4, DType::kF32));
@@ -101,6 +126,16 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& want)
   for (size_t i = 0; i < want.size(); ++i)
     max_diff = std::max(max_diff, std::fabs(got[i] - want[i]));
   EXPECT_LE(max_diff, 1e-4f);
+}
+
+TEST(TensorParallelForward, VocabSharesArePlacedSideBySideInEachRow) {
+  // Vocab 5 over 2 ranks (tokens 0-1 and 2-4), 2 rows, as the gather leaves them.
+  const std::vector<float> gathered = {0, 1, 10, 11, 2, 3, 4, 12, 13, 14};
+  std::vector<float> whole(10, -1.0f);
+  place_vocab_shares(gathered.data(), 2, 5, 2, whole);
+  EXPECT_EQ(whole, (std::vector<float>{0, 1, 2, 3, 4, 10, 11, 12, 13, 14}));
+  EXPECT_THROW(place_vocab_shares(gathered.data(), 2, 5, 2, std::span<float>(whole).first(9)),
+               std::length_error);
 }
 
 TEST(TensorParallelForward, TwoAndFourShardsGiveTheWholeModelsLogits) {
