@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/engine_flags.h"
+#include "distributed/communicator.h"
 #include "kernels/cpu/memory_bandwidth.h"
 #include "spec_decode/speculative_config.h"
 #include "util/progress_bar.h"
@@ -198,6 +199,10 @@ int run_latency(LatencyOptions& o) {
   ProgressBar bar("bench latency");
   EngineStats tg_stats_before, tg_stats;
   SpecSummary spec;
+  // Rank 0's waits in collectives during the tg runs, against their time (tensor parallelism).
+  distributed::Communicator* tp =
+      distributed::Communicator::active() ? &distributed::Communicator::world() : nullptr;
+  double tg_seconds = 0.0, tg_collective_wait_s = 0.0;
   for (int r = 0; r < o.reps; ++r) {
     if (o.prompt_len > 0) pp.push_back(time_prompt(engine, rng, o.depth, o.prompt_len));
     // tg: single-token decode steps at batch 1 after `depth` tokens of context (prefilled
@@ -208,9 +213,12 @@ int run_latency(LatencyOptions& o) {
       while (!has_first_token(engine.step(), id)) {
       }
       tg_stats_before = engine.stats();
+      const double waited_before = tp ? tp->wait_seconds() : 0.0;
       const auto t0 = Clock::now();
       while (engine.has_unfinished_requests()) engine.step();
+      tg_seconds += seconds_since(t0);
       tg.push_back(o.gen_len / seconds_since(t0));
+      if (tp) tg_collective_wait_s += tp->wait_seconds() - waited_before;
       const SpecSummary run = spec_since(tg_stats_before, engine.stats());
       spec.drafts += run.drafts;
       spec.draft_tokens += run.draft_tokens;
@@ -240,6 +248,7 @@ int run_latency(LatencyOptions& o) {
     j["weight_bytes"] = engine.weight_bytes();
     j["prefix_cache_hit_tokens"] = engine.stats().prefix_cache_hits;  // the depth, served
     if (!o.engine.speculative_config.empty()) add_spec_json(j, spec);
+    if (tp && tg_seconds > 0) j["tg_collective_wait_share"] = tg_collective_wait_s / tg_seconds;
     if (probe) {
       j["read_gb_per_s"] = median(read_gbps);
       j["tg_weight_gb_per_s"] = median(tg) * weight_gb;
@@ -269,6 +278,11 @@ int run_latency(LatencyOptions& o) {
           "tg reads %.3f GB of weights per token: %.1f GB/s, %.0f %% of the %.1f GB/s "
           "streaming read measured after each run (medians)\n",
           weight_gb, median(tg) * weight_gb, 100 * median(ratio), median(read_gbps));
+    }
+    if (tp && tg_seconds > 0) {
+      std::printf("tg: rank 0 waited in collectives %.1f %% of the time (%.3f ms per token)\n",
+                  100 * tg_collective_wait_s / tg_seconds,
+                  1e3 * tg_collective_wait_s / (o.gen_len * static_cast<double>(tg.size())));
     }
   }
   return 0;

@@ -168,8 +168,9 @@ std::string diagnose(const Communicator& comm) {
 // Polls a nonblocking collective until it completes. Spins for the first millisecond (a step's
 // all-reduce completes in microseconds), then sleeps between polls so that a waiting rank
 // leaves its core to the others, answering rank 0's probe meanwhile. Past the deadline throws
-// PeerFailure, which on rank 0 names the ranks that did not answer the probe.
-void wait_for(MPI_Request& request, const char* what, const Communicator& comm, bool idle) {
+// PeerFailure, which on rank 0 names the ranks that did not answer the probe. Returns the
+// seconds it waited.
+double wait_for(MPI_Request& request, const char* what, const Communicator& comm, bool idle) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto spin = std::chrono::milliseconds(1);
@@ -178,8 +179,8 @@ void wait_for(MPI_Request& request, const char* what, const Communicator& comm, 
   while (true) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
-    if (done) return;
     const auto waited = Clock::now() - start;
+    if (done) return std::chrono::duration<double>(waited).count();
     if (!idle && comm.timeout() > 0 && waited > std::chrono::duration<double>(timeout_s)) {
       std::string message = std::string(what) + " did not complete within " +
                             std::to_string(static_cast<int>(comm.timeout())) + " s";
@@ -231,7 +232,7 @@ void Communicator::all_reduce_sum(float* data, size_t count) {
   check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                        MPI_COMM_WORLD, &request),
         "all-reduce");
-  wait_for(request, "all-reduce", *this, false);
+  wait_s_ += wait_for(request, "all-reduce", *this, false);
 }
 
 void Communicator::broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wait) {
@@ -239,12 +240,13 @@ void Communicator::broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wa
   MPI_Request request;
   ++collectives_;
   check(MPI_Ibcast(&size, 1, MPI_UINT64_T, root, MPI_COMM_WORLD, &request), "broadcast");
-  wait_for(request, "broadcast", *this, idle_wait);
+  const double waited = wait_for(request, "broadcast", *this, idle_wait);
+  if (!idle_wait) wait_s_ += waited;
   bytes.resize(size);
   ++collectives_;
   check(MPI_Ibcast(bytes.data(), static_cast<int>(size), MPI_BYTE, root, MPI_COMM_WORLD, &request),
         "broadcast");
-  wait_for(request, "broadcast", *this, false);
+  wait_s_ += wait_for(request, "broadcast", *this, false);
 }
 
 void Communicator::gather(const float* mine, std::span<const int> counts, float* all, int root) {
@@ -255,7 +257,7 @@ void Communicator::gather(const float* mine, std::span<const int> counts, float*
   check(MPI_Igatherv(mine, counts[static_cast<size_t>(rank_)], MPI_FLOAT, all, counts.data(),
                      offsets.data(), MPI_FLOAT, root, MPI_COMM_WORLD, &request),
         "gather");
-  wait_for(request, "gather", *this, false);
+  wait_s_ += wait_for(request, "gather", *this, false);
 }
 
 std::vector<uint64_t> Communicator::all_gather(std::span<const uint64_t> mine) {
@@ -265,7 +267,7 @@ std::vector<uint64_t> Communicator::all_gather(std::span<const uint64_t> mine) {
   check(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
                        static_cast<int>(mine.size()), MPI_UINT64_T, MPI_COMM_WORLD, &request),
         "all-gather");
-  wait_for(request, "all-gather", *this, false);
+  wait_s_ += wait_for(request, "all-gather", *this, false);
   return all;
 }
 

@@ -61,6 +61,9 @@ class Communicator {
   void set_timeout(double seconds) { timeout_s_ = seconds; }
   // Collectives this rank has entered: every rank enters the same ones in the same order.
   uint64_t collectives() const { return collectives_; }
+  // Seconds spent waiting in collectives inside steps (not a worker's wait for the next step):
+  // the transfers, and the time the other ranks took to arrive.
+  double wait_seconds() const { return wait_s_; }
 
   // Sums `data` over the ranks, in place (f32); every rank gets the same sum.
   void all_reduce_sum(float* data, size_t count);
@@ -82,6 +85,7 @@ class Communicator {
   int size_;
   double timeout_s_ = 60.0;
   uint64_t collectives_ = 0;
+  double wait_s_ = 0.0;
 };
 
 }  // namespace pagedllm::distributed

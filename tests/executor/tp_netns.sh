@@ -4,6 +4,9 @@
 # ssh). Runs `pagedllm ARGS... --tensor-parallel-size 2` that way and prints its stdout.
 # Exits 77 when this machine cannot create a namespace (no CAP_SYS_ADMIN): the caller skips.
 # usage: tp_netns.sh SCRATCH_DIR BINARY ARGS...
+# Env, to shape the link (scripts/bench-tp-link.sh): LINK_RATE (a tc rate, e.g. 1gbit: a token
+# bucket on both ends) and LINK_DELAY (e.g. 0.5ms each way: needs the kernel's sch_netem; the
+# script stops with exit 78 and says so where it is missing).
 set -u
 dir=$1 binary=$2
 shift 2
@@ -30,6 +33,25 @@ if ! (make_hosts) 2>"$dir/netns.err"; then
   echo "cannot create two network namespaces joined by a veth pair: $(cat "$dir/netns.err")" >&2
   exit 77
 fi
+# Both ends of the veth, so that each direction is shaped.
+shape_link() {
+  local netem=() tbf=()
+  [ -n "${LINK_DELAY:-}" ] && netem=(netem delay "$LINK_DELAY")
+  [ -n "${LINK_RATE:-}" ] && tbf=(tbf rate "$LINK_RATE" burst 256kb latency 100ms)
+  for end in "$ns_a va$tag" "$ns_b vb$tag"; do
+    set -- $end
+    if [ ${#netem[@]} -gt 0 ]; then
+      tc -n "$1" qdisc add dev "$2" root handle 1: "${netem[@]}" || return 1
+      [ ${#tbf[@]} -gt 0 ] && { tc -n "$1" qdisc add dev "$2" parent 1: handle 2: "${tbf[@]}" || return 1; }
+    elif [ ${#tbf[@]} -gt 0 ]; then
+      tc -n "$1" qdisc add dev "$2" root "${tbf[@]}" || return 1
+    fi
+  done
+}
+if ! shape_link 2>"$dir/tc.err"; then
+  echo "cannot shape the link (LINK_RATE=${LINK_RATE:-} LINK_DELAY=${LINK_DELAY:-}): $(cat "$dir/tc.err")" >&2
+  exit 78
+fi
 # mpirun calls its remote-launch agent as `agent HOST COMMAND...`, as it would call ssh.
 cat >"$dir/agent.sh" <<AGENT
 #!/bin/sh
@@ -43,7 +65,9 @@ AGENT
 chmod +x "$dir/agent.sh"
 rm -f "$dir/launches"
 set +e
-ip netns exec "$ns_a" mpirun --allow-run-as-root --oversubscribe -np 2 \
+# --bind-to none: each "host" would bind its rank to its core 0, which is the same core here, and
+# two ranks polling on one core meet only at the scheduler's tick (4 ms per message).
+ip netns exec "$ns_a" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
   --host 10.77.0.1:1,10.77.0.2:1 --mca plm_rsh_agent "$dir/agent.sh" \
   --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
   --mca oob_tcp_if_include 10.77.0.0/24 \
