@@ -1,9 +1,11 @@
 #include "cli/generate_command.h"
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -125,6 +127,18 @@ void log_speculation(const Engine& engine, const EngineOptions& options) {
                static_cast<long long>(s.spec_num_accepted_tokens), 100 * rate, length);
 }
 
+// The prompt's time to the first token, and the decode rate of the tokens after it, on stderr.
+void log_timing(size_t prompt_tokens, std::chrono::duration<double> prompt_time, size_t tokens,
+                std::chrono::duration<double> decode_time) {
+  std::fprintf(stderr, "pagedllm: prompt %zu tokens, first token after %.1f ms", prompt_tokens,
+               1e3 * prompt_time.count());
+  if (tokens > 1 && decode_time.count() > 0) {
+    std::fprintf(stderr, "; decoded %zu more tokens in %.3f s, %.1f tokens/s", tokens - 1,
+                 decode_time.count(), static_cast<double>(tokens - 1) / decode_time.count());
+  }
+  std::fprintf(stderr, "\n");
+}
+
 // One prompt with images: its text streamed, or its output as one JSON line.
 int run_with_images(const GenerateOptions& o, Engine& engine) {
   ImagePrompt prompt = build_image_prompt(engine, o.prompt, o.images);
@@ -168,13 +182,24 @@ int run_generate(GenerateOptions& o) {
     prompts.push_back(engine.encode(o.prompt));  // an empty prompt is BOS alone
   }
   if (prompts.size() == 1 && !o.json) {
-    // Stream one prompt's text as it is decoded.
+    // Stream one prompt's text as it is decoded, timing the prompt (to the first token) and
+    // the decode after it, as llama.cpp's tools report them.
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    std::optional<Clock::time_point> first;
+    size_t tokens = 0;
     engine.add_request(prompts[0], o.params);
     while (engine.has_unfinished_requests()) {
-      for (const auto& out : engine.step()) std::cout << out.new_text << std::flush;
+      for (const auto& out : engine.step()) {
+        std::cout << out.new_text << std::flush;
+        if (!first && !out.token_ids.empty()) first = Clock::now();
+        tokens = out.token_ids.size();
+      }
     }
+    const auto end = Clock::now();
     std::cout << "\n";
     log_speculation(engine, o.engine);
+    if (first) log_timing(prompts[0].size(), *first - start, tokens, end - *first);
     return 0;
   }
   const auto outputs = engine.generate(prompts, o.params);
