@@ -117,7 +117,8 @@ BENCHMARK(BM_Gemm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// args: M, N, K, format (0 Q8_0, 1 Q4_K, 2 Q6_K). Counts activation quantization too; rate in
+// args: M, N, K, format (0 Q8_0, 1 Q4_K, 2 Q6_K, 3 Q5_K, 4 Q4_0); M = 5 and 6 are verify steps
+// of speculative decoding (1 + 4 and 1 + 5 tokens). Counts activation quantization too; rate in
 // GOP/s of int8 multiply-adds (2 per weight per row) and packed weight GB/s.
 void BM_GemmQuantized(benchmark::State& state) {
   const int M = static_cast<int>(state.range(0)), N = static_cast<int>(state.range(1));
@@ -159,6 +160,11 @@ BENCHMARK(BM_GemmQuantized)
     ->Args({1, 65536, 2048, 2})
     ->Args({1, 65536, 2048, 3})
     ->Args({4, 16384, 2048, 0})
+    ->Args({5, 16384, 2048, 0})
+    ->Args({5, 16384, 2048, 1})
+    ->Args({5, 16384, 2048, 2})
+    ->Args({6, 16384, 2048, 0})
+    ->Args({6, 16384, 2048, 2})
     ->Args({8, 16384, 2048, 0})
     ->Args({16, 16384, 2048, 0})
     ->Args({4, 16384, 2048, 1})

@@ -25,31 +25,35 @@ theirs_accept() { sed -n 's/.*accept *= *\([0-9.]*\)%.*/\1/p'; }
 bench_tg() { "$llama/llama-bench" -m "$1" -p 0 -n "$2" -d "$3" -t "$threads" -r 1 -o csv 2>/dev/null |
   tail -1 | awk -F, '{gsub(/"/, "", $(NF-1)); print $(NF-1)}'; }
 
-echo "| ngram, retelling (K = $k, 128 tokens) | pagedllm off | pagedllm ngram (accepted) | llama.cpp tg | llama-lookup (accepted) | pagedllm ngram / llama-lookup |"
+echo "| ngram, retelling (K = $k, tokens) | pagedllm off | pagedllm ngram (accepted) | llama.cpp tg | llama-lookup (accepted) | pagedllm ngram / llama-lookup |"
 echo "|---|---|---|---|---|---|"
 for model in ${NGRAM_MODELS:-$models/stories260K/stories260K.gguf}; do
   m=$model
-  story=$($bin generate --model "$model" --max-tokens 150 --temperature 0 2>/dev/null)
+  # A story of up to 150 tokens and 128 generated, within the model's context.
+  context=$($bin generate --model "$model" --max-tokens 1 2>&1 >/dev/null |
+    sed -n 's/.* max_model_len=\([0-9]*\).*/\1/p')
+  len=$((context / 3 < 128 ? context / 3 : 128))
+  story=$($bin generate --model "$model" --max-tokens $((len + 22)) --temperature 0 2>/dev/null)
   prompt="$story $(head -c 16 <<<"$story")"
   depth=$($bin generate --model "$model" --prompt "$prompt" --max-tokens 1 2>&1 >/dev/null |
     sed -n 's/.*prompt \([0-9]*\) tokens.*/\1/p')
   off=() on=() acc=() ll=() lk=() lka=()
   for _ in $(seq "$rounds"); do
-    gen=(generate --model "$model" --prompt "$prompt" --max-tokens 129 --ignore-eos
+    gen=(generate --model "$model" --prompt "$prompt" --max-tokens $((len + 1)) --ignore-eos
       --temperature 0 --threads "$threads")
     off+=("$($bin "${gen[@]}" 2>&1 >/dev/null | ours_rate)")
     out=$($bin "${gen[@]}" --speculative-config "{\"method\": \"ngram\", \"num_speculative_tokens\": $k}" 2>&1 >/dev/null)
     on+=("$(ours_rate <<<"$out")") acc+=("$(ours_accept <<<"$out")")
-    ll+=("$(bench_tg "$model" 128 "$depth")")
-    out=$("$llama/llama-lookup" -m "$model" -p "$prompt" -n 128 --spec-draft-n-max "$k" --temp 0 \
-      -t "$threads" -c 1024 2>&1)
+    ll+=("$(bench_tg "$model" "$len" "$depth")")
+    out=$("$llama/llama-lookup" -m "$model" -p "$prompt" -n "$len" --spec-draft-n-max "$k" \
+      --temp 0 -t "$threads" -c "$context" 2>&1)
     lk+=("$(theirs_rate <<<"$out")") lka+=("$(theirs_accept <<<"$out")")
   done
   o=$(printf '%s\n' "${off[@]}" | median) g=$(printf '%s\n' "${on[@]}" | median)
   a=$(printf '%s\n' "${acc[@]}" | median) t=$(printf '%s\n' "${ll[@]}" | median)
   l=$(printf '%s\n' "${lk[@]}" | median) la=$(printf '%s\n' "${lka[@]}" | median)
   awk -v m="$(basename "$m" .gguf)" -v o="$o" -v g="$g" -v a="$a" -v t="$t" -v l="$l" -v la="$la" \
-    'BEGIN {printf "| %s | %.0f | %.0f (%.1f %%) | %.0f | %.0f (%.1f %%) | %.2fx |\n", m, o, g, a, t, l, la, g / l}'
+    -v n="$len" 'BEGIN {printf "| %s (%d) | %.0f | %.0f (%.1f %%) | %.0f | %.0f (%.1f %%) | %.2fx |\n", m, n, o, g, a, t, l, la, g / l}'
 done
 
 [ $# -ge 2 ] || exit 0

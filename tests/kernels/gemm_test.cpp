@@ -89,7 +89,7 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
   int compared = 0;
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
                       DType::kQ5_K, DType::kQ6_K}) {
-    for (int M : {1, 2, 3, 5, 9}) {
+    for (int M : {1, 2, 3, 5, 6, 9}) {
       for (int N : {1, 15, 16, 17, 40}) {
         for (int K : {1, 7, 32, 255, 256, 257, 320, 512, 600}) {
           if (K % block_elements(dtype) != 0) continue;

@@ -126,8 +126,16 @@ void dispatch(const TileArgs& a) {
       return two ? tile<2, 2, kMins, kBits>(a) : tile<2, 1, kMins, kBits>(a);
     case 3:
       return two ? tile<3, 2, kMins, kBits>(a) : tile<3, 1, kMins, kBits>(a);
-    default:
+    case 4:
       return two ? tile<4, 2, kMins, kBits>(a) : tile<4, 1, kMins, kBits>(a);
+    case 5:
+      return two ? tile<5, 2, kMins, kBits>(a) : tile<5, 1, kMins, kBits>(a);
+    default:
+      static_assert(kVnniRows == 6, "one case per row count");
+      // 6-bit codes unpack into 4 registers a panel, so 6 rows of 2 panels spill a little,
+      // still faster than two passes of 3 rows (Q6_K, M = 6, N = 16384, K = 2048, medians of
+      // 3: 1.17 ms against 1.27).
+      return two ? tile<6, 2, kMins, kBits>(a) : tile<6, 1, kMins, kBits>(a);
   }
 }
 
