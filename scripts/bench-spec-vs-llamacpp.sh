@@ -3,19 +3,20 @@
 # per round (ROUNDS, medians):
 #   ngram: the shared trained models retelling their own story (the prompt is the story the
 #     model writes from BOS, then its first words): `pagedllm generate` with and without
-#     '{"method": "ngram", "num_speculative_tokens": K}' against `llama-lookup
+#     '{"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_min": NGRAM_MIN}' (1, as
+#     llama-lookup matches from 1-grams up) against `llama-lookup
 #     --spec-draft-n-max K` and llama-bench's tg at the same depth;
 #   draft model: TARGET with DRAFT (same vocabulary): `pagedllm bench latency -p 0 -n N` with
 #     and without '{"model": DRAFT, ...}' against `llama-speculative` and llama-bench's tg.
 # usage: LLAMA_CPP_DIR=<llama.cpp>/build/bin scripts/bench-spec-vs-llamacpp.sh [TARGET DRAFT]
-# Env: ROUNDS (3), K (4), N (64: draft-model tokens), THREADS (2), NGRAM_MODELS (GGUF files;
+# Env: ROUNDS (3), K (4), N (64: draft-model tokens), THREADS (2), NGRAM_MIN (1), NGRAM_MODELS (GGUF files;
 # default the shared stories260K; babyllama and aidreams260K are llama2.c files, which
 # llama.cpp's llama-convert-llama2c-to-ggml turns into GGUF).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=${LLAMA_CPP_DIR:?set LLAMA_CPP_DIR to the bin folder of a llama.cpp build}
 bin=./build/pagedllm
-rounds=${ROUNDS:-3} k=${K:-4} n=${N:-64} threads=${THREADS:-2}
+rounds=${ROUNDS:-3} k=${K:-4} n=${N:-64} threads=${THREADS:-2} ngram_min=${NGRAM_MIN:-1}
 models=../shared/models
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 ours_rate() { sed -n 's/.*decoded [0-9]* more tokens in [0-9.]* s, \([0-9.]*\) tokens\/s.*/\1/p'; }
@@ -42,7 +43,8 @@ for model in ${NGRAM_MODELS:-$models/stories260K/stories260K.gguf}; do
     gen=(generate --model "$model" --prompt "$prompt" --max-tokens $((len + 1)) --ignore-eos
       --temperature 0 --threads "$threads")
     off+=("$($bin "${gen[@]}" 2>&1 >/dev/null | ours_rate)")
-    out=$($bin "${gen[@]}" --speculative-config "{\"method\": \"ngram\", \"num_speculative_tokens\": $k}" 2>&1 >/dev/null)
+    out=$($bin "${gen[@]}" --speculative-config \
+      "{\"method\": \"ngram\", \"num_speculative_tokens\": $k, \"prompt_lookup_min\": $ngram_min}" 2>&1 >/dev/null)
     on+=("$(ours_rate <<<"$out")") acc+=("$(ours_accept <<<"$out")")
     ll+=("$(bench_tg "$model" "$len" "$depth")")
     out=$("$llama/llama-lookup" -m "$model" -p "$prompt" -n "$len" --spec-draft-n-max "$k" \
