@@ -24,6 +24,7 @@
 #include "model/model_factory.h"
 #include "model/vision_model.h"
 #include "multimodal/image_input.h"
+#include "spec_decode/draft_vocabulary.h"
 #include "spec_decode/speculative_config.h"
 #include "structured/grammar_cache.h"
 #include "tokenizer/incremental_detokenizer.h"
@@ -188,6 +189,12 @@ struct Engine::Impl {
     config.validate();
     load_vision(o);
     tokenizer = load_tokenizer(options.model, o.tokenizer, mc.vocab_size);
+    if (config.speculative.method == SpeculativeMethod::kDraftModel &&
+        !check_draft_vocabulary(config.speculative.draft_model, *tokenizer)) {
+      log_info("engine", "draft model " + config.speculative.draft_model +
+                             ": no vocabulary of its own to compare with the target's; its "
+                             "vocabulary size is checked");
+    }
     if (vision && !o.mmproj.empty()) take_vision_token_ids();
     kv_cache = std::make_unique<PagedKVCache>(kv_spec(c.num_blocks));
     ProgressBar bar("loading " + options.model);

@@ -9,8 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "loader/model_export.h"
+#include "model/presets.h"
 #include "pagedllm/engine.h"
 #include "test_paths.h"
+#include "tokenizer/sentencepiece_bpe.h"
 
 namespace pagedllm {
 namespace {
@@ -282,6 +285,54 @@ TEST(SpeculativeDecodingDraftModel, ADraftWithAnotherVocabularyIsRefusedAtStartU
   o.speculative_config =
       R"({"method": "draft_model", "num_speculative_tokens": 4, "model": "/nope"})";
   EXPECT_THROW(Engine{o}, std::exception);
+}
+
+// A small random-weight GGUF draft of 512 tokens whose vocabulary is the llama2.c tokenizer at
+// tokenizer_bin, for stories260K (512 tokens, context 2048).
+std::string draft_with_vocabulary(const std::string& name, const std::string& tokenizer_bin) {
+  ExportSpec spec;
+  spec.config = preset_config("tiny");
+  spec.config.vocab_size = 512;
+  spec.config.max_seq_len = 2048;
+  spec.source_rope = RopeStyle::kInterleaved;
+  spec.vocab = read_llama2c_tokenizer(test::model_path(tokenizer_bin), 512);
+  const std::string path = test::temp_path(name);
+  export_gguf(spec, random_weights(spec.config, 5), path);
+  return path;
+}
+
+// Same size, other tokens: aidreams260K's 512 tokens are not stories260K's, so a draft that
+// carries them is refused by token text (a size check alone let it through), and one that
+// carries stories260K's own tokenizer drafts.
+TEST(SpeculativeDecodingDraftModel, ADraftWhoseTokenTextsDifferIsRefusedAtStartUp) {
+  EngineOptions o;
+  o.model = test::model_path("stories260K/stories260K.gguf");
+  o.max_model_len = 256;
+  o.num_blocks = 64;
+  const auto config = [](const std::string& draft) {
+    return R"({"method": "draft_model", "num_speculative_tokens": 4, "model": ")" + draft + R"("})";
+  };
+  o.speculative_config =
+      config(draft_with_vocabulary("draft-aidreams-vocab.gguf", "aidreams260K/tok512.bin"));
+  try {
+    Engine e(o);
+    FAIL() << "a draft with aidreams260K's vocabulary drafted for stories260K";
+  } catch (const std::exception& err) {
+    EXPECT_NE(std::string(err.what())
+                  .find("the draft model's vocabulary differs from the target's (251 of 512 "
+                        "tokens; the first, token 259,"),
+              std::string::npos)
+        << err.what();
+  }
+  o.speculative_config =
+      config(draft_with_vocabulary("draft-stories-vocab.gguf", "stories260K/tok512.bin"));
+  Engine e(o);
+  SamplingParams sp;
+  sp.temperature = 0.0f;
+  sp.max_tokens = 24;
+  sp.ignore_eos = true;
+  EXPECT_EQ(e.generate(std::vector<std::vector<int32_t>>{{1}}, sp).at(0).token_ids.size(), 24u);
+  EXPECT_GT(e.stats().spec_num_draft_tokens, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(
