@@ -17,6 +17,7 @@
 
 #include "cli/engine_flags.h"
 #include "cli/subcommand.h"
+#include "distributed/communicator.h"
 #include "loader/hf_cache.h"
 #include "server/async_engine.h"
 #include "server/http_server.h"
@@ -29,6 +30,9 @@
 namespace pagedllm::cli {
 
 namespace {
+
+// How long a collective may wait once rank 0 of a tensor-parallel job is shutting down.
+constexpr double kShutdownCollectiveSeconds = 0.3;
 
 struct ServeOptions {
   EngineOptions engine;
@@ -206,6 +210,12 @@ int run_serve(ServeOptions& o) {
   log_info("server", std::string("received ") + (signal_number == SIGINT ? "SIGINT" : "SIGTERM") +
                          ": no new requests; finishing " +
                          std::to_string(async_engine.num_in_flight()) + " in flight");
+  if (distributed::Communicator::active()) {
+    // mpirun's launcher sends this SIGTERM too when another rank died, and SIGKILL a second
+    // later (odls_base_sigkill_timeout): a collective that a dead peer never joins must fail
+    // before that, so that the streams in flight are answered with 503.
+    distributed::Communicator::world().hurry(kShutdownCollectiveSeconds);
+  }
   start_shutdown_watchdog(signals, o.shutdown_timeout_s);
   const auto grace = std::chrono::milliseconds(static_cast<int64_t>(o.shutdown_timeout_s * 1000));
   async_engine.shutdown(grace);

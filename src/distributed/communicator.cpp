@@ -134,7 +134,10 @@ std::string diagnose(const Communicator& comm) {
     MPI_Irecv(&answers[r], 1, MPI_UINT64_T, rank, kAnswerTag, MPI_COMM_WORLD, &receives[r]);
   }
   std::vector<bool> answered(size, false);
-  const auto deadline = std::chrono::steady_clock::now() + kProbeWindow;
+  const double hurry = comm.hurried();
+  const auto window = hurry > 0 ? std::chrono::duration<double>(hurry / 2)
+                                : std::chrono::duration<double>(kProbeWindow);
+  const auto deadline = std::chrono::steady_clock::now() + window;
   size_t open = size - 1;
   while (open > 0 && std::chrono::steady_clock::now() < deadline) {
     for (size_t r = 1; r < size; ++r) {
@@ -174,16 +177,20 @@ double wait_for(MPI_Request& request, const char* what, const Communicator& comm
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto spin = std::chrono::milliseconds(1);
-  const double timeout_s = comm.timeout() + (comm.rank() == 0 ? 0.0 : kWorkerGrace);
+  const double patience = comm.timeout() + (comm.rank() == 0 ? 0.0 : kWorkerGrace);
   auto nap = std::chrono::microseconds(50);
   while (true) {
     int done = 0;
     check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
     const auto waited = Clock::now() - start;
     if (done) return std::chrono::duration<double>(waited).count();
-    if (!idle && comm.timeout() > 0 && waited > std::chrono::duration<double>(timeout_s)) {
-      std::string message = std::string(what) + " did not complete within " +
-                            std::to_string(static_cast<int>(comm.timeout())) + " s";
+    const double hurry = comm.hurried();
+    const double timeout_s = hurry > 0 && (hurry < patience || patience <= 0) ? hurry : patience;
+    if (!idle && timeout_s > 0 && waited > std::chrono::duration<double>(timeout_s)) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", hurry > 0 ? timeout_s : comm.timeout());
+      std::string message = std::string(what) + " did not complete within " + limit + " s" +
+                            (hurry > 0 ? " (shutting down)" : "");
       const std::string where = comm.rank() == 0 ? diagnose(comm) : "";
       throw PeerFailure(message + ": " + (where.empty() ? "a rank has died or hangs" : where));
     }

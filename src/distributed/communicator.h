@@ -8,6 +8,7 @@
 // 0 asks every rank where it waits, so the error names the rank that hangs (docs/SCALE-OUT.md).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -59,6 +60,13 @@ class Communicator {
   // Seconds a collective may wait for its peers; <= 0 waits for ever. Ranks above 0 wait a few
   // seconds longer, so that rank 0, which reports, gives up first.
   void set_timeout(double seconds) { timeout_s_ = seconds; }
+  // From any thread: from now on a wait in a collective gives up after `seconds`, and rank 0's
+  // probe of the other ranks after a fraction of it. For a SIGTERM to rank 0, which mpirun's
+  // launcher also sends when a peer died, a second before its SIGKILL: a collective of a
+  // healthy job completes in milliseconds, and one with a dead peer then fails in time for the
+  // server to answer its streams with 503.
+  void hurry(double seconds) { hurry_s_.store(seconds); }
+  double hurried() const { return hurry_s_.load(); }
   // Collectives this rank has entered: every rank enters the same ones in the same order.
   uint64_t collectives() const { return collectives_; }
   // Seconds spent waiting in collectives inside steps (not a worker's wait for the next step):
@@ -86,6 +94,7 @@ class Communicator {
   double timeout_s_ = 60.0;
   uint64_t collectives_ = 0;
   double wait_s_ = 0.0;
+  std::atomic<double> hurry_s_{0.0};
 };
 
 }  // namespace pagedllm::distributed

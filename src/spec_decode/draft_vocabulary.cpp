@@ -65,12 +65,11 @@ bool check_draft_vocabulary(const std::string& draft_path, const Tokenizer& targ
     if (differing++ == 0) first = id;
   }
   if (differing == 0) return true;
-  throw ConfigError("speculative_config: the draft model's vocabulary differs from the target's (" +
-                    std::to_string(differing) + " of " + std::to_string(vocab) +
-                    " tokens; the first, token " + std::to_string(first) + ", is " +
-                    quoted(draft->piece(first)) + " in the draft and " +
-                    quoted(target.piece(first)) +
-                    " in the target): their token ids would not mean the same");
+  throw ConfigError(
+      "speculative_config: the draft model's vocabulary differs from the target's (" +
+      std::to_string(differing) + " of " + std::to_string(vocab) + " tokens; the first, token " +
+      std::to_string(first) + ", is " + quoted(draft->piece(first)) + " in the draft and " +
+      quoted(target.piece(first)) + " in the target): their token ids would not mean the same");
 }
 
 }  // namespace pagedllm
