@@ -171,6 +171,7 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile == gemm_tile_avx2 && storage == PanelStorage::kF32) return {kAvx2F32Rows, 2};
   if (tile == gemm_int8_tile_vnni) return {kVnniRows, 2};
+  if (tile == gemm_bf16_tile_dot) return {kBf16DotRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
   const int k_chunk = K > kF32GroupMaxK ? kF32GroupMaxK : 0;
   if (M > kMaxTileRows + 2) {

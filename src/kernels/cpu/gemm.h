@@ -46,6 +46,8 @@ constexpr int kAvx2F32Rows = 6;
 // The VNNI int8 tile: up to 6 rows per pass (gemm_int8_vnni.cpp), so that a verify step of
 // 1 + 4 or 1 + 5 tokens reads each weight panel in one pass, not as row tiles of 3 and 2.
 constexpr int kVnniRows = 6;
+// The AVX512-BF16 tile likewise (gemm_bf16_dot.cpp; avx512::dispatch takes up to 6 rows).
+constexpr int kBf16DotRows = 6;
 
 // Where the process's matmul backend says so (gemm_onednn.h), a bf16 product of at least
 // kOneDnnMinRows rows goes to oneDNN instead, in oneDNN's order of additions.
