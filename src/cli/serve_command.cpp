@@ -115,6 +115,10 @@ void start_shutdown_watchdog(const sigset_t& signals, double grace_s) {
                            static_cast<long>(ns % 1000000000)};
       siginfo_t info;
       const int sig = sigtimedwait(&signals, &info, &limit);
+      // The engine's failure handler signals this process to shut down; during a shutdown
+      // (a tensor-parallel peer died, and the launcher's SIGTERM came first) that is not a
+      // second signal from outside, and exiting on it would cut the 503s being written.
+      if (sig > 0 && info.si_code == SI_USER && info.si_pid == getpid()) continue;
       if (sig > 0) {
         log(LogLevel::kWarning, "server", "second signal: exiting now");
         std::_Exit(128 + sig);
