@@ -116,7 +116,7 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
-// Rank 0, after its collective number `collective` timed out: which ranks do not answer (they
+// Rank 0, after its current collective timed out: which ranks do not answer (they
 // hang or died), and which wait behind it (for a message a silent rank was to pass on).
 std::string diagnose(const Communicator& comm) {
   const auto size = static_cast<size_t>(comm.size());
