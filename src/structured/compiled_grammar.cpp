@@ -21,25 +21,25 @@ int utf8_length(uint32_t cp) {
 // Splits [lo, hi] (one encoded length, no surrogates) until each piece's UTF-8 encodings are a
 // product of byte ranges.
 void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<ByteSeq>& out) {
-  std::vector<std::pair<uint32_t, uint32_t>> todo = {{lo, hi}};
-  while (!todo.empty()) {
-    auto [a, b] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<uint32_t, uint32_t>> worklist = {{lo, hi}};
+  while (!worklist.empty()) {
+    auto [a, b] = worklist.back();
+    worklist.pop_back();
     if (a > b) continue;
     if (a < 0xD800 && b >= 0xD800) {  // cut out the surrogates
-      todo.push_back({a, 0xD7FF});
-      if (b > 0xDFFF) todo.push_back({0xE000, b});
+      worklist.push_back({a, 0xD7FF});
+      if (b > 0xDFFF) worklist.push_back({0xE000, b});
       continue;
     }
     if (a >= 0xD800 && a <= 0xDFFF) {
-      if (b > 0xDFFF) todo.push_back({0xE000, b});
+      if (b > 0xDFFF) worklist.push_back({0xE000, b});
       continue;
     }
     const int la = utf8_length(a), lb = utf8_length(b);
     if (la != lb) {
       const uint32_t edge = la == 1 ? 0x7F : la == 2 ? 0x7FF : 0xFFFF;
-      todo.push_back({a, edge});
-      todo.push_back({edge + 1, b});
+      worklist.push_back({a, edge});
+      worklist.push_back({edge + 1, b});
       continue;
     }
     bool split = false;
@@ -47,12 +47,12 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<ByteSeq>& out) {
       const uint32_t m = (1u << (6 * i)) - 1;
       if ((a & ~m) == (b & ~m)) continue;
       if ((a & m) != 0) {
-        todo.push_back({a, a | m});
-        todo.push_back({(a | m) + 1, b});
+        worklist.push_back({a, a | m});
+        worklist.push_back({(a | m) + 1, b});
         split = true;
       } else if ((b & m) != m) {
-        todo.push_back({a, (b & ~m) - 1});
-        todo.push_back({b & ~m, b});
+        worklist.push_back({a, (b & ~m) - 1});
+        worklist.push_back({b & ~m, b});
         split = true;
       }
     }
@@ -473,23 +473,23 @@ class EpsilonRemover {
 // rules x states to clear, most of the compile time of a schema with thousands of rules.)
 std::vector<uint8_t> nullable_rules(const CompiledGrammar& g) {
   std::vector<uint8_t> nullable(g.rule_start.size(), 0);
-  std::vector<uint32_t> seen(g.states.size(), 0), todo;
+  std::vector<uint32_t> seen(g.states.size(), 0), worklist;
   uint32_t stamp = 0;
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t r = 0; r < nullable.size(); ++r) {
       if (nullable[r]) continue;
-      todo.assign(1, g.rule_start[r]);
+      worklist.assign(1, g.rule_start[r]);
       ++stamp;
-      while (!todo.empty() && !nullable[r]) {
-        const State& s = g.states[todo.back()];
-        todo.pop_back();
+      while (!worklist.empty() && !nullable[r]) {
+        const State& s = g.states[worklist.back()];
+        worklist.pop_back();
         if (s.final) nullable[r] = 1;
         for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
           const CallEdge& e = g.calls[c];
           if (nullable[e.rule] && seen[e.return_state] != stamp) {
             seen[e.return_state] = stamp;
-            todo.push_back(e.return_state);
+            worklist.push_back(e.return_state);
           }
         }
       }
@@ -505,20 +505,20 @@ void refuse_left_recursion(const CompiledGrammar& g) {
   const std::vector<uint8_t> nullable = nullable_rules(g);
   const size_t n = g.rule_start.size();
   std::vector<std::vector<uint32_t>> left_calls(n);
-  std::vector<uint32_t> seen(g.states.size(), 0), todo;
+  std::vector<uint32_t> seen(g.states.size(), 0), worklist;
   for (size_t r = 0; r < n; ++r) {
     const auto stamp = static_cast<uint32_t>(r + 1);
-    todo.assign(1, g.rule_start[r]);
+    worklist.assign(1, g.rule_start[r]);
     seen[g.rule_start[r]] = stamp;
-    while (!todo.empty()) {
-      const State& s = g.states[todo.back()];
-      todo.pop_back();
+    while (!worklist.empty()) {
+      const State& s = g.states[worklist.back()];
+      worklist.pop_back();
       for (uint32_t c = s.calls_begin; c < s.calls_end; ++c) {
         const CallEdge& e = g.calls[c];
         left_calls[r].push_back(e.rule);
         if (nullable[e.rule] && seen[e.return_state] != stamp) {
           seen[e.return_state] = stamp;
-          todo.push_back(e.return_state);
+          worklist.push_back(e.return_state);
         }
       }
     }

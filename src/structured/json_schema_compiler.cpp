@@ -727,13 +727,13 @@ class SchemaCompiler {
 // nlohmann's comparisons recurse, so a deep value is refused before they run).
 size_t nesting_depth(const json& value) {
   size_t deepest = 0;
-  std::vector<std::pair<const json*, size_t>> todo = {{&value, 1}};
-  while (!todo.empty()) {
-    auto [v, depth] = todo.back();
-    todo.pop_back();
+  std::vector<std::pair<const json*, size_t>> worklist = {{&value, 1}};
+  while (!worklist.empty()) {
+    auto [v, depth] = worklist.back();
+    worklist.pop_back();
     deepest = std::max(deepest, depth);
     if (v->is_structured()) {
-      for (const json& child : *v) todo.push_back({&child, depth + 1});
+      for (const json& child : *v) worklist.push_back({&child, depth + 1});
     }
   }
   return deepest;

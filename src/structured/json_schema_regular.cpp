@@ -143,16 +143,16 @@ class Determinizer {
   }
 
  private:
-  std::vector<uint32_t> closure(std::vector<uint32_t> todo) const {
+  std::vector<uint32_t> closure(std::vector<uint32_t> worklist) const {
     std::vector<bool> seen(nfa_.states.size());
     std::vector<uint32_t> out;
-    while (!todo.empty()) {
-      const uint32_t s = todo.back();
-      todo.pop_back();
+    while (!worklist.empty()) {
+      const uint32_t s = worklist.back();
+      worklist.pop_back();
       if (seen[s]) continue;
       seen[s] = true;
       out.push_back(s);
-      for (uint32_t t : nfa_.states[s].eps) todo.push_back(t);
+      for (uint32_t t : nfa_.states[s].eps) worklist.push_back(t);
     }
     std::sort(out.begin(), out.end());
     return out;
@@ -216,16 +216,16 @@ CharDfa trim(const CharDfa& dfa) {
       into[e.to].push_back(static_cast<uint32_t>(s));
   }
   std::vector<bool> live(n);
-  std::vector<uint32_t> todo;
+  std::vector<uint32_t> worklist;
   for (size_t s = 0; s < n; ++s) {
-    if (dfa.states[s].accept) todo.push_back(static_cast<uint32_t>(s));
+    if (dfa.states[s].accept) worklist.push_back(static_cast<uint32_t>(s));
   }
-  while (!todo.empty()) {
-    const uint32_t s = todo.back();
-    todo.pop_back();
+  while (!worklist.empty()) {
+    const uint32_t s = worklist.back();
+    worklist.pop_back();
     if (live[s]) continue;
     live[s] = true;
-    for (uint32_t p : into[s]) todo.push_back(p);
+    for (uint32_t p : into[s]) worklist.push_back(p);
   }
   CharDfa out;
   if (n == 0 || !live[0]) {
@@ -286,21 +286,21 @@ CharDfa intersect(const CharDfa& a, const CharDfa& b) {
     return out;
   }
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> ids;
-  std::deque<std::pair<uint32_t, uint32_t>> todo;
+  std::deque<std::pair<uint32_t, uint32_t>> worklist;
   const auto id_of = [&](uint32_t x, uint32_t y) {
     auto [it, fresh] = ids.emplace(std::pair{x, y}, static_cast<uint32_t>(out.states.size()));
     if (fresh) {
       if (out.states.size() >= kMaxDfaStates) too_large("the intersection");
       out.states.emplace_back();
       out.states.back().accept = a.states[x].accept && b.states[y].accept;
-      todo.push_back({x, y});
+      worklist.push_back({x, y});
     }
     return it->second;
   };
   id_of(0, 0);
-  while (!todo.empty()) {
-    const auto [x, y] = todo.front();
-    todo.pop_front();
+  while (!worklist.empty()) {
+    const auto [x, y] = worklist.front();
+    worklist.pop_front();
     const uint32_t here = ids.at({x, y});
     for (const CharDfa::Edge& ea : a.states[x].edges) {
       for (const CharDfa::Edge& eb : b.states[y].edges) {
@@ -435,17 +435,17 @@ std::pair<int64_t, int64_t> length_range(const CharDfa& dfa) {
   // Shortest: breadth first. Longest: depth first over what must be a DAG (a cycle among live
   // states means strings of any length).
   std::vector<int64_t> dist(n, -1);
-  std::deque<uint32_t> todo = {0};
+  std::deque<uint32_t> worklist = {0};
   dist[0] = 0;
   int64_t shortest = -1;
-  while (!todo.empty()) {
-    const uint32_t s = todo.front();
-    todo.pop_front();
+  while (!worklist.empty()) {
+    const uint32_t s = worklist.front();
+    worklist.pop_front();
     if (live.states[s].accept && shortest < 0) shortest = dist[s];
     for (const CharDfa::Edge& e : live.states[s].edges) {
       if (dist[e.to] < 0) {
         dist[e.to] = dist[s] + 1;
-        todo.push_back(e.to);
+        worklist.push_back(e.to);
       }
     }
   }
