@@ -257,12 +257,12 @@ void Communicator::broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wa
 }
 
 void Communicator::gather(const float* mine, std::span<const int> counts, float* all, int root) {
-  std::vector<int> offsets(counts.size(), 0);
-  for (size_t r = 1; r < counts.size(); ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  offsets_.assign(counts.size(), 0);
+  for (size_t r = 1; r < counts.size(); ++r) offsets_[r] = offsets_[r - 1] + counts[r - 1];
   MPI_Request request;
   ++collectives_;
   check(MPI_Igatherv(mine, counts[static_cast<size_t>(rank_)], MPI_FLOAT, all, counts.data(),
-                     offsets.data(), MPI_FLOAT, root, MPI_COMM_WORLD, &request),
+                     offsets_.data(), MPI_FLOAT, root, MPI_COMM_WORLD, &request),
         "gather");
   wait_s_ += wait_for(request, "gather", *this, false);
 }

@@ -130,19 +130,29 @@ TensorParallelShard shard_of(distributed::Communicator* tp, int vocab) {
   if (!tp) return {};
   TensorParallelShard shard;
   shard.all_reduce = [tp](float* data, size_t count) { tp->all_reduce_sum(data, count); };
-  auto gathered = std::make_shared<std::vector<float>>();
-  shard.gather_logits = [tp, vocab, gathered](const float* mine, int rows, std::span<float> whole) {
+  // Buffers kept across steps: the per-rank counts change only with the number of rows.
+  struct GatherBuffers {
+    std::vector<float> gathered;
+    std::vector<int> counts;
+    int rows = -1;
+  };
+  auto buffers = std::make_shared<GatherBuffers>();
+  shard.gather_logits = [tp, vocab, buffers](const float* mine, int rows, std::span<float> whole) {
     const int ranks = tp->size();
-    std::vector<int> counts(static_cast<size_t>(ranks));
-    for (int r = 0; r < ranks; ++r) {
-      const int64_t count = int64_t{rows} * vocab_share(vocab, r, ranks).count;
-      if (count > std::numeric_limits<int>::max())
-        throw std::length_error("too many logits rows in one step for an MPI gather");
-      counts[static_cast<size_t>(r)] = static_cast<int>(count);
+    GatherBuffers& b = *buffers;
+    if (rows != b.rows) {
+      b.counts.resize(static_cast<size_t>(ranks));
+      for (int r = 0; r < ranks; ++r) {
+        const int64_t count = int64_t{rows} * vocab_share(vocab, r, ranks).count;
+        if (count > std::numeric_limits<int>::max())
+          throw std::length_error("too many logits rows in one step for an MPI gather");
+        b.counts[static_cast<size_t>(r)] = static_cast<int>(count);
+      }
+      b.rows = rows;
     }
-    if (tp->rank() == 0) gathered->resize(static_cast<size_t>(rows) * static_cast<size_t>(vocab));
-    tp->gather(mine, counts, gathered->data(), 0);
-    if (tp->rank() == 0) place_vocab_shares(gathered->data(), rows, vocab, ranks, whole);
+    if (tp->rank() == 0) b.gathered.resize(static_cast<size_t>(rows) * static_cast<size_t>(vocab));
+    tp->gather(mine, b.counts, b.gathered.data(), 0);
+    if (tp->rank() == 0) place_vocab_shares(b.gathered.data(), rows, vocab, ranks, whole);
   };
   return shard;
 }

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "core/config.h"
 #include "tokenizer/load_tokenizer.h"
 
@@ -9,20 +11,9 @@ namespace pagedllm {
 
 namespace {
 
-// A token's text for a message: quoted, bytes outside printable ASCII as \xNN.
+// A token's text for a message, as a JSON string (control bytes escaped, bad UTF-8 replaced).
 std::string quoted(const std::string& text) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "\"";
-  for (const unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out + "\"";
+  return nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // A token's text as both serializations of one SentencePiece vocabulary write it: GGUF files
