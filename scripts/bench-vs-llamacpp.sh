@@ -120,26 +120,9 @@ for d in "$LLAMA_CPP_DIR" "$IK_LLAMA_DIR"; do
   fi
 done
 
-model_file() {  # MODEL -> the GGUF file, made if missing
-  local m=$1 preset=${1%-*} dtype=${1##*-} f32 file qtype
-  f32=$MODEL_DIR/$preset-f32.gguf
-  file=$MODEL_DIR/$m.gguf
-  if [ ! -f "$f32" ]; then
-    "$PAGEDLLM" make-model --preset "$preset" --dtype f32 --out "$f32.tmp" >&2
-    mv "$f32.tmp" "$f32"
-  fi
-  if [ ! -f "$file" ]; then
-    case $dtype in
-      bf16) qtype=BF16 ;; q8_0) qtype=Q8_0 ;; q4_0) qtype=Q4_0 ;; q4_k_m) qtype=Q4_K_M ;;
-      *) echo "$0: unknown format '$dtype' in $m (f32 bf16 q8_0 q4_0 q4_k_m)" >&2; exit 2 ;;
-    esac
-    [ -n "$QUANTIZE" ] || { echo "$0: no llama-quantize to make $m" >&2; exit 2; }
-    "$QUANTIZE" "$f32" "$file.tmp" "$qtype" "$THREADS" >"$raw/quantize-$m.log" 2>&1 ||
-      { tail -20 "$raw/quantize-$m.log" >&2; exit 1; }
-    mv "$file.tmp" "$file"
-  fi
-  echo "$file"
-}
+LOG_DIR=$raw
+# shellcheck source=scripts/lib/gguf-models.sh
+source scripts/lib/gguf-models.sh
 
 record() {  # ENGINE MODEL SHAPE ROUND VALUE RAW_FILE  (VALUE null: that run failed)
   printf '{"engine":"%s","model":"%s","shape":"%s","round":%s,"tokens_per_s":%s,"raw":"%s"}\n' \
@@ -232,7 +215,7 @@ run_engine() {  # ENGINE MODEL FILE ROUND
 }
 
 for m in $MODELS; do
-  f=$(model_file "$m")
+  f=$(gguf_model_file "$m")
   for ((r = 1; r <= ROUNDS; ++r)); do
     n=${#engines[@]}
     for ((i = 0; i < n; ++i)); do  # the order rotates: round 2 starts with the second engine

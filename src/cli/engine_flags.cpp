@@ -65,10 +65,12 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype,
                   "KV-cache element type: auto (bf16 for bf16/f16 weights, else f32), f32, bf16, "
-                  "or fp8 (= fp8_e4m3: OCP E4M3 with unit scales as vLLM's, a quarter of f32's "
-                  "bytes)")
+                  "fp8 (= fp8_e4m3: OCP E4M3 with unit scales as vLLM's, a quarter of f32's "
+                  "bytes), or q8_0 (llama.cpp's -ctk/-ctv q8_0: 8-bit codes and an f16 scale per "
+                  "32 elements, 34 bytes per 32; head sizes that are multiples of 32)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "f32", "bf16", "float32", "bfloat16", "fp8", "fp8_e4m3"}));
+      ->check(
+          CLI::IsMember({"auto", "f32", "bf16", "float32", "bfloat16", "fp8", "fp8_e4m3", "q8_0"}));
   cmd->add_flag("!--no-prefix-caching", o.enable_prefix_caching,
                 "Disable prefix caching (reuse of KV blocks across shared prompt prefixes)");
   cmd->add_flag("!--no-chunked-prefill", o.enable_chunked_prefill,

@@ -120,11 +120,13 @@ struct Engine::Impl {
     if (name == "bf16" || name == "bfloat16") return DType::kBF16;
     // vLLM's fp8: E4M3 with unit scales (no calibration), a quarter of f32's bytes.
     if (name == "fp8" || name == "fp8_e4m3") return DType::kF8E4M3;
+    // llama.cpp's -ctk/-ctv q8_0: 8-bit codes with an f16 scale per 32 elements.
+    if (name == "q8_0") return DType::kQ8_0;
     if (name == "auto") {
       return weights == DType::kBF16 || weights == DType::kF16 ? DType::kBF16 : DType::kF32;
     }
-    throw ConfigError("kv_cache_dtype must be auto, f32, bf16 or fp8 (fp8_e4m3), got '" + name +
-                      "'");
+    throw ConfigError("kv_cache_dtype must be auto, f32, bf16, fp8 (fp8_e4m3) or q8_0, got '" +
+                      name + "'");
   }
 
   explicit Impl(const EngineOptions& o) : options(o) {
@@ -602,6 +604,7 @@ std::string Engine::describe() const {
   os << mib(c.cache.num_blocks) << " MiB "
      << (kv == DType::kBF16     ? "bf16"
          : kv == DType::kF8E4M3 ? "fp8_e4m3"
+         : kv == DType::kQ8_0   ? "q8_0"
                                 : "f32");
   // Why the pool has this size: what every sequence at full length needs, and the budget.
   if (impl_->options.num_blocks > 0) {

@@ -11,6 +11,7 @@
 
 #include <limits>
 
+#include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
 
 namespace pagedllm::cpu::attention {
@@ -30,6 +31,14 @@ inline __m256 load8(const uint8_t* p) {  // fp8 E4M3: magnitude bits into an f16
   const __m128i sign = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x80)), 8);
   const __m128i magnitude = _mm_slli_epi16(_mm_and_si128(b, _mm_set1_epi16(0x7F)), 7);
   return _mm256_mul_ps(_mm256_cvtph_ps(_mm_or_si128(sign, magnitude)), _mm256_set1_ps(256.0f));
+}
+
+inline __m256 load8(const int8_t* p) {  // q8_0 codes; the caller applies their scales
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+inline __m256 load8_f16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
 // attention_tile.h's tree_sum16 of a chunk held as lanes 0-7 (lo) and 8-15 (hi).
@@ -85,24 +94,42 @@ template <int NQ, int C, int D, typename T>
   }
   const T* kt[C];
   for (int c = 0; c < C; ++c) kt[c] = ctx.k[ch0 + c];
-  for (int d = 0; d < D; ++d) {
-    for (int c = 0; c < C; ++c) {
-      const T* row = kt[c] + static_cast<size_t>(d) * ctx.ldk;
-      const __m256 k0 = load8(row), k1 = load8(row + 8);
-      for (int i = 0; i < NQ; ++i) {
-        const __m256 q = _mm256_set1_ps(qs[i].q[d]);
-        s[i][c][0] = _mm256_fmadd_ps(q, k0, s[i][c][0]);
-        s[i][c][1] = _mm256_fmadd_ps(q, k1, s[i][c][1]);
+  // d in groups that share their q8_0 scales (the whole head for the other types).
+  constexpr int kGroup = kIsQ8<T> && D >= kQ8Group ? kQ8Group : D;
+  for (int d0 = 0; d0 < D; d0 += kGroup) {
+    __m256 scale[C][2];
+    if constexpr (kIsQ8<T>) {
+      for (int c = 0; c < C; ++c) {
+        const uint16_t* row = ctx.ks[ch0 + c] + static_cast<size_t>(d0 / kGroup) * ctx.ldk;
+        scale[c][0] = load8_f16(row);
+        scale[c][1] = load8_f16(row + 8);
+      }
+    }
+    for (int d = d0; d < d0 + kGroup; ++d) {
+      for (int c = 0; c < C; ++c) {
+        const T* row = kt[c] + static_cast<size_t>(d) * ctx.ldk;
+        __m256 k0 = load8(row), k1 = load8(row + 8);
+        if constexpr (kIsQ8<T>) {
+          k0 = _mm256_mul_ps(k0, scale[c][0]);
+          k1 = _mm256_mul_ps(k1, scale[c][1]);
+        }
+        for (int i = 0; i < NQ; ++i) {
+          const __m256 q = _mm256_set1_ps(qs[i].q[d]);
+          s[i][c][0] = _mm256_fmadd_ps(q, k0, s[i][c][0]);
+          s[i][c][1] = _mm256_fmadd_ps(q, k1, s[i][c][1]);
+        }
       }
     }
   }
 }
 
 // acc = acc * correction + sum over o of p[o] * V[o] for NQ queries and one chunk, over D in
-// slices of S vectors for QB queries at a time (QB * S accumulators in registers).
+// slices of S vectors for QB queries at a time (QB * S accumulators in registers). vs: a q8_0
+// chunk's value scales, else null.
 template <int NQ, int D, typename T>
 [[gnu::always_inline]] inline void add_chunk_values(QueryState* qs, const float (*p)[kChunk],
-                                                    const float* correction, const T* vt) {
+                                                    const float* correction, const T* vt,
+                                                    const uint16_t* vs) {
   constexpr int S = D / 8 < 4 ? D / 8 : 4;
   constexpr int QB = NQ < 8 / S ? NQ : 8 / S;
   for (int i0 = 0; i0 < NQ; i0 += QB) {
@@ -117,6 +144,13 @@ template <int NQ, int D, typename T>
       for (int o = 0; o < kChunk; ++o) {
         __m256 row[S];
         for (int v = 0; v < S; ++v) row[v] = load8(vt + o * D + 8 * (v0 + v));
+        if constexpr (kIsQ8<T>) {
+          constexpr int kGroups = (D + kQ8Group - 1) / kQ8Group;
+          for (int v = 0; v < S; ++v) {
+            const float scale = f16_to_f32(vs[o * kGroups + 8 * (v0 + v) / kQ8Group]);
+            row[v] = _mm256_mul_ps(row[v], _mm256_set1_ps(scale));
+          }
+        }
         for (int i = 0; i < QB; ++i) {
           const __m256 w = _mm256_set1_ps(p[i0 + i][o]);
           for (int v = 0; v < S; ++v) acc[i][v] = _mm256_fmadd_ps(w, row[v], acc[i][v]);
@@ -139,7 +173,7 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
     float correction[NQ];
     for (int i = 0; i < NQ; ++i)
       correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
-    add_chunk_values<NQ, D>(qs, p, correction, ctx.v[ch0 + c]);
+    add_chunk_values<NQ, D>(qs, p, correction, ctx.v[ch0 + c], ctx.vs ? ctx.vs[ch0 + c] : nullptr);
   }
 }
 
@@ -197,5 +231,6 @@ void attend_queries_avx2(QueryState* qs, int nq, int D, float scale, const Chunk
 template void attend_queries_avx2(QueryState*, int, int, float, const Chunks<float>&);
 template void attend_queries_avx2(QueryState*, int, int, float, const Chunks<uint16_t>&);
 template void attend_queries_avx2(QueryState*, int, int, float, const Chunks<uint8_t>&);
+template void attend_queries_avx2(QueryState*, int, int, float, const Chunks<int8_t>&);
 
 }  // namespace pagedllm::cpu::attention

@@ -23,6 +23,7 @@
 
 #include <limits>
 
+#include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
 
 namespace pagedllm::cpu::attention {
@@ -61,6 +62,15 @@ inline __m512 load16(const uint8_t* p) {
   return _mm512_mul_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(256.0f));
 }
 
+// q8_0 codes widened to f32 (the caller applies their scales).
+inline __m512 load16(const int8_t* p) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+inline __m512 load16_f16(const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 // Softmax bookkeeping of one query for one chunk: p (16 weights) and the correction of acc.
 inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, float* p) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -78,10 +88,11 @@ inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, fl
 }
 
 // acc = acc * correction + sum over o of p[o] * V[o] for QB queries and one chunk, V loaded once
-// per row.
+// per row (vs: a q8_0 chunk's value scales, else null).
 template <int QB, int DV, typename T>
 [[gnu::always_inline]] inline void add_chunk_values(__m512 (&acc)[QB][DV], const float (*p)[kChunk],
-                                                    const float* correction, const T* vt) {
+                                                    const float* correction, const T* vt,
+                                                    const uint16_t* vs) {
   constexpr int D = DV * 16;
   for (int i = 0; i < QB; ++i) {
     const __m512 c = _mm512_set1_ps(correction[i]);
@@ -91,6 +102,12 @@ template <int QB, int DV, typename T>
   for (int o = 0; o < kChunk; ++o) {
     __m512 row[DV];
     for (int v = 0; v < DV; ++v) row[v] = load16(vt + o * D + 16 * v);
+    if constexpr (kIsQ8<T>) {
+      constexpr int kGroups = (D + kQ8Group - 1) / kQ8Group;
+      for (int v = 0; v < DV; ++v) {
+        row[v] = _mm512_mul_ps(row[v], _mm512_set1_ps(f16_to_f32(vs[o * kGroups + v / 2])));
+      }
+    }
     for (int i = 0; i < QB; ++i) {
       const __m512 w = _mm512_set1_ps(p[i][o]);
       for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_fmadd_ps(w, row[v], acc[i][v]);
@@ -122,14 +139,32 @@ template <int NQ, int C, int DV, typename T>
   }
   const T* kt[C];
   for (int c = 0; c < C; ++c) kt[c] = ctx.k[ch0 + c];
-  for (int d = 0; d < DV * 16; ++d) {
-    __m512 k[C];
-    for (int c = 0; c < C; ++c) k[c] = load16(kt[c] + static_cast<size_t>(d) * ctx.ldk);
-    for (int i = 0; i < NQ; ++i) {
-      const __m512 q = _mm512_set1_ps(qs[i].q[d]);
-      for (int c = 0; c < C; ++c) s[i][c] = _mm512_fmadd_ps(q, k[c], s[i][c]);
+  // d in groups that share their q8_0 scales (the whole head for the other types).
+  constexpr int kGroup = kIsQ8<T> && DV * 16 >= kQ8Group ? kQ8Group : DV * 16;
+  for (int d0 = 0; d0 < DV * 16; d0 += kGroup) {
+    __m512 scale[C];
+    if constexpr (kIsQ8<T>) {
+      for (int c = 0; c < C; ++c)
+        scale[c] = load16_f16(ctx.ks[ch0 + c] + static_cast<size_t>(d0 / kGroup) * ctx.ldk);
+    }
+    for (int d = d0; d < d0 + kGroup; ++d) {
+      __m512 k[C];
+      for (int c = 0; c < C; ++c) {
+        k[c] = load16(kt[c] + static_cast<size_t>(d) * ctx.ldk);
+        if constexpr (kIsQ8<T>) k[c] = _mm512_mul_ps(k[c], scale[c]);
+      }
+      for (int i = 0; i < NQ; ++i) {
+        const __m512 q = _mm512_set1_ps(qs[i].q[d]);
+        for (int c = 0; c < C; ++c) s[i][c] = _mm512_fmadd_ps(q, k[c], s[i][c]);
+      }
     }
   }
+}
+
+// Chunk c's q8_0 value scales, or null for the other types.
+template <typename T>
+inline const uint16_t* value_scales(const Chunks<T>& ctx, int c) {
+  return ctx.vs ? ctx.vs[c] : nullptr;
 }
 
 // NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C <= 8 score chains).
@@ -146,7 +181,8 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
     for (int i = 0; i < NQ; i += QB) {
       __m512 acc[QB][DV];
       load_acc(qs + i, acc);
-      add_chunk_values<QB, DV>(acc, p + i, correction + i, ctx.v[ch0 + c]);
+      add_chunk_values<QB, DV>(acc, p + i, correction + i, ctx.v[ch0 + c],
+                               value_scales(ctx, ch0 + c));
       store_acc(qs + i, acc);
     }
   }
@@ -272,7 +308,8 @@ template <int QB, int DV, typename T>
   __m512 acc[QB][DV];
   load_acc(qs + i0, acc);
   for (int c = 0; c < n; ++c)
-    add_chunk_values<QB, DV>(acc, w.p[c] + i0, w.correction[c] + i0, ctx.v[ch0 + c]);
+    add_chunk_values<QB, DV>(acc, w.p[c] + i0, w.correction[c] + i0, ctx.v[ch0 + c],
+                             value_scales(ctx, ch0 + c));
   store_acc(qs + i0, acc);
 }
 
@@ -353,5 +390,6 @@ void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const Chu
 template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<float>&);
 template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<uint16_t>&);
 template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<uint8_t>&);
+template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<int8_t>&);
 
 }  // namespace pagedllm::cpu::attention

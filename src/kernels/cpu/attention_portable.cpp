@@ -19,6 +19,9 @@ inline float widen(uint16_t x) {
 inline float widen(uint8_t x) {
   return fp8_e4m3_to_f32(x);
 }
+inline float widen(int8_t x) {  // a q8_0 code, scaled by the caller
+  return static_cast<float>(x);
+}
 
 template <typename T>
 [[gnu::always_inline]] inline void attend_one_query(QueryState& qs, int D, float scale,
@@ -29,7 +32,11 @@ template <typename T>
     const T* vt = ctx.v[ch];
     float s[kChunk] = {};
     for (int d = 0; d < D; ++d) {
-      for (int o = 0; o < kChunk; ++o) s[o] = std::fma(qs.q[d], widen(kt[d * ctx.ldk + o]), s[o]);
+      for (int o = 0; o < kChunk; ++o) {
+        float k = widen(kt[d * ctx.ldk + o]);
+        if constexpr (kIsQ8<T>) k *= f16_to_f32(ctx.ks[ch][d / kQ8Group * ctx.ldk + o]);
+        s[o] = std::fma(qs.q[d], k, s[o]);
+      }
     }
     const int first = ch * kChunk;
     float chunk_max = kNegInf;
@@ -48,7 +55,12 @@ template <typename T>
     qs.running_max = new_max;
     for (int d = 0; d < D; ++d) qs.acc[d] *= correction;
     for (int o = 0; o < kChunk; ++o) {
-      for (int d = 0; d < D; ++d) qs.acc[d] = std::fma(p[o], widen(vt[o * D + d]), qs.acc[d]);
+      for (int d = 0; d < D; ++d) {
+        float v = widen(vt[o * D + d]);
+        if constexpr (kIsQ8<T>)
+          v *= f16_to_f32(ctx.vs[ch][o * ((D + kQ8Group - 1) / kQ8Group) + d / kQ8Group]);
+        qs.acc[d] = std::fma(p[o], v, qs.acc[d]);
+      }
     }
   }
 }
@@ -69,6 +81,11 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_all_fp8(
   for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
 }
 
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_all_q8_0(
+    QueryState* qs, int nq, int D, float scale, const Chunks<int8_t>& ctx) {
+  for (int i = 0; i < nq; ++i) attend_one_query(qs[i], D, scale, ctx);
+}
+
 }  // namespace
 
 template <typename T>
@@ -77,6 +94,8 @@ void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const C
     attend_all_f32(qs, nq, D, scale, ctx);
   } else if constexpr (std::is_same_v<T, uint8_t>) {
     attend_all_fp8(qs, nq, D, scale, ctx);
+  } else if constexpr (kIsQ8<T>) {
+    attend_all_q8_0(qs, nq, D, scale, ctx);
   } else {
     attend_all_bf16(qs, nq, D, scale, ctx);
   }
@@ -85,5 +104,6 @@ void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const C
 template void attend_queries_portable(QueryState*, int, int, float, const Chunks<float>&);
 template void attend_queries_portable(QueryState*, int, int, float, const Chunks<uint16_t>&);
 template void attend_queries_portable(QueryState*, int, int, float, const Chunks<uint8_t>&);
+template void attend_queries_portable(QueryState*, int, int, float, const Chunks<int8_t>&);
 
 }  // namespace pagedllm::cpu::attention

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/exp_nonpositive.h"
 
@@ -16,13 +17,25 @@ namespace pagedllm::cpu::attention {
 // itself (a block of the CPU layout holds whole chunks) or a dense copy.
 constexpr int kChunk = 16;
 
-// Where each chunk's tiles are, for T = float or uint16_t (bf16) elements.
+// Where each chunk's tiles are, for T = float, uint16_t (bf16), uint8_t (fp8 E4M3) or int8_t
+// (q8_0 codes) elements.
 template <typename T>
 struct Chunks {
   const T* const* k;  // [chunks]: K[d][o] at k[c][d * ldk + o]
   const T* const* v;  // [chunks]: V[o][d] at v[c][o * D + d]
   int ldk;
+  // q8_0 only (null otherwise): chunk c's f16 scales, K[d][o]'s at ks[c][(d / 32) * ldk + o] and
+  // V[o][d]'s at vs[c][o * G + d / 32] (G = D / 32 rounded up). An element is its code times its
+  // scale, which is exact in f32 (7-bit code, 11-bit scale), so every path computes with the
+  // same values.
+  const uint16_t* const* ks;
+  const uint16_t* const* vs;
 };
+
+// q8_0: codes share a scale per this many elements of one position's head vector.
+constexpr int kQ8Group = 32;
+template <typename T>
+constexpr bool kIsQ8 = std::is_same_v<T, int8_t>;
 
 // One query head of one token against its context 0..pos, with its online-softmax state.
 struct QueryState {

@@ -17,7 +17,7 @@ namespace pagedllm::cpu {
 namespace {
 
 // Storage element types of the cache: f32 as is, bf16 rounded to nearest even, fp8 E4M3
-// rounded to nearest even and saturated.
+// rounded to nearest even and saturated (q8_0 is stored a group at a time, below).
 inline void store(float* p, float v) {
   *p = v;
 }
@@ -94,6 +94,49 @@ void cache_run_impl(const float* k, const float* v, int width, int count, int64_
   }
 }
 
+// One position's head vector as q8_0 groups, as llama.cpp's quantize_row_q8_0 makes them: per
+// 32 elements (the last group may be shorter), scale = amax / 127 (stored as f16) and codes
+// round(x / scale), half away from zero. Codes go to code[i * code_stride], scales to
+// scale[g * scale_stride].
+void quantize_q8_0(const float* x, int n, int8_t* code, size_t code_stride, uint16_t* scale,
+                   size_t scale_stride) {
+  constexpr int kGroup = KVCacheSpec::kQ8Group;
+  for (int g = 0; g * kGroup < n; ++g) {
+    const float* xg = x + g * kGroup;
+    const int size = std::min(kGroup, n - g * kGroup);
+    float amax = 0.0f;
+    for (int i = 0; i < size; ++i) amax = std::max(amax, std::fabs(xg[i]));
+    const float d = amax / 127.0f;
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int i = 0; i < size; ++i) {
+      // Clamped: a NaN or infinity in the activations must not make the conversion undefined.
+      const float q = std::clamp(std::round(xg[i] * inverse), -127.0f, 127.0f);
+      code[static_cast<size_t>(g * kGroup + i) * code_stride] =
+          static_cast<int8_t>(q == q ? q : 0.0f);
+    }
+    scale[static_cast<size_t>(g) * scale_stride] = f32_to_f16(d);
+  }
+}
+
+// One token's K and V into a q8_0 cache (CPU layout): K codes down their [d][offset] column,
+// V codes along their row, each group's scale beside its codes' position.
+void cache_token_q8_0(const float* k, const float* v, int64_t slot, const KVCacheLayer& cache) {
+  if (slot < 0) return;
+  const auto& s = cache.spec;
+  const int64_t block = slot / s.block_size;
+  const int offset = static_cast<int>(slot % s.block_size);
+  auto* kc = static_cast<int8_t*>(cache.key);
+  auto* vc = static_cast<int8_t*>(cache.value);
+  for (int h = 0; h < s.num_kv_heads; ++h) {
+    quantize_q8_0(k + h * s.head_size, s.head_size, kc + cache.key_index(block, h, 0, offset),
+                  static_cast<size_t>(s.block_size),
+                  cache.key_scale + cache.key_scale_index(block, h, 0, offset),
+                  static_cast<size_t>(s.block_size));
+    quantize_q8_0(v + h * s.head_size, s.head_size, vc + cache.value_index(block, h, 0, offset), 1,
+                  cache.value_scale + cache.value_scale_index(block, h, offset, 0), 1);
+  }
+}
+
 // Where tokens [t, end) can be written as one run: consecutive slots within one block.
 int64_t run_end(std::span<const int64_t> slots, int64_t t, int block_size) {
   int64_t end = t + 1;
@@ -102,6 +145,18 @@ int64_t run_end(std::span<const int64_t> slots, int64_t t, int block_size) {
          slots[static_cast<size_t>(end)] % block_size != 0)
     ++end;
   return end;
+}
+
+// Each token owns its slot (its codes' bytes and its scales), so the tokens' writes never overlap.
+void reshape_and_cache_q8_0(const float* key, const float* value,
+                            std::span<const int64_t> slot_mapping, const KVCacheLayer& cache,
+                            int width) {
+  const auto tokens = static_cast<int64_t>(slot_mapping.size());
+#pragma omp parallel for schedule(static) if (tokens > 8)
+  for (int64_t t = 0; t < tokens; ++t) {
+    cache_token_q8_0(key + static_cast<size_t>(t) * width, value + static_cast<size_t>(t) * width,
+                     slot_mapping[static_cast<size_t>(t)], cache);
+  }
 }
 
 template <typename T>
@@ -140,12 +195,13 @@ void reshape_and_cache_impl(const float* key, const float* value,
 
 using attention::Chunks;
 using attention::kChunk;
+using attention::kIsQ8;
 using attention::QueryState;
 
 // Where a request's context chunks are for one kv head. A chunk that lies whole in one block of
 // the CPU layout is read in place (K[d][o] rows of stride block_size); any other chunk (the
 // vLLM layout, block sizes that are not a multiple of 16, the context's last, partial chunk) is
-// copied into a dense tile of the same strides, zero past the context.
+// copied into a dense tile of the same strides, zero past the context. q8_0 scales likewise.
 template <typename T>
 class ChunkLocator {
  public:
@@ -156,30 +212,67 @@ class ChunkLocator {
     const int num_chunks = last_pos / kChunk + 1;
     const size_t k_size = static_cast<size_t>(s.head_size) * ldk;
     const size_t tile = k_size + static_cast<size_t>(kChunk) * s.head_size;
-    copies_.resize(tile * static_cast<size_t>(in_place ? 1 : num_chunks));
+    const size_t tiles = in_place ? 1 : static_cast<size_t>(num_chunks);
+    copies_.resize(tile * tiles);
     k_.resize(static_cast<size_t>(num_chunks));
     v_.resize(static_cast<size_t>(num_chunks));
+    // q8_0: K scales [G][ldk] then V scales [16][G] per copied tile.
+    const size_t ks_size = static_cast<size_t>(s.scale_groups()) * ldk;
+    const size_t scale_tile = ks_size + static_cast<size_t>(kChunk) * s.scale_groups();
+    if constexpr (kIsQ8<T>) {
+      scale_copies_.resize(scale_tile * tiles);
+      ks_.resize(static_cast<size_t>(num_chunks));
+      vs_.resize(static_cast<size_t>(num_chunks));
+    }
     const T* kc = static_cast<const T*>(c.key);
     const T* vc = static_cast<const T*>(c.value);
     T* copy = copies_.data();
+    uint16_t* scale_copy = scale_copies_.data();
     for (int ch = 0; ch < num_chunks; ++ch) {
       const int j0 = ch * kChunk;
       const int count = std::min(kChunk, last_pos + 1 - j0);
+      const auto i = static_cast<size_t>(ch);
       if (in_place && count == kChunk) {
         const int64_t block = blocks[j0 / s.block_size];
-        k_[static_cast<size_t>(ch)] = kc + c.key_index(block, kv_head, 0, j0 % s.block_size);
-        v_[static_cast<size_t>(ch)] = vc + c.value_index(block, kv_head, 0, j0 % s.block_size);
+        const int offset = j0 % s.block_size;
+        k_[i] = kc + c.key_index(block, kv_head, 0, offset);
+        v_[i] = vc + c.value_index(block, kv_head, 0, offset);
+        if constexpr (kIsQ8<T>) {
+          ks_[i] = c.key_scale + c.key_scale_index(block, kv_head, 0, offset);
+          vs_[i] = c.value_scale + c.value_scale_index(block, kv_head, offset, 0);
+        }
         continue;
       }
       copy_chunk(c, blocks, kv_head, j0, count, ldk, copy, copy + k_size);
-      k_[static_cast<size_t>(ch)] = copy;
-      v_[static_cast<size_t>(ch)] = copy + k_size;
+      k_[i] = copy;
+      v_[i] = copy + k_size;
       copy += tile;
+      if constexpr (kIsQ8<T>) {
+        copy_scales(c, blocks, kv_head, j0, count, ldk, scale_copy, scale_copy + ks_size);
+        ks_[i] = scale_copy;
+        vs_[i] = scale_copy + ks_size;
+        scale_copy += scale_tile;
+      }
     }
-    return Chunks<T>{k_.data(), v_.data(), ldk};
+    if constexpr (kIsQ8<T>) return Chunks<T>{k_.data(), v_.data(), ldk, ks_.data(), vs_.data()};
+    return Chunks<T>{k_.data(), v_.data(), ldk, nullptr, nullptr};
   }
 
  private:
+  static void copy_scales(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int j0,
+                          int count, int ldk, uint16_t* ks, uint16_t* vs) {
+    const int groups = c.spec.scale_groups(), bs = c.spec.block_size;
+    for (int o = 0; o < kChunk; ++o) {
+      const int64_t block = o < count ? blocks[(j0 + o) / bs] : 0;
+      const int offset = (j0 + o) % bs;
+      for (int g = 0; g < groups; ++g) {
+        ks[g * ldk + o] = o < count ? c.key_scale[c.key_scale_index(block, kv_head, g, offset)] : 0;
+        vs[o * groups + g] =
+            o < count ? c.value_scale[c.value_scale_index(block, kv_head, offset, g)] : 0;
+      }
+    }
+  }
+
   static void copy_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int j0,
                          int count, int ldk, T* kt, T* vt) {
     const T* kc = static_cast<const T*>(c.key);
@@ -201,6 +294,8 @@ class ChunkLocator {
 
   std::vector<const T*> k_, v_;
   std::vector<T> copies_;
+  std::vector<const uint16_t*> ks_, vs_;  // q8_0 only
+  std::vector<uint16_t> scale_copies_;
 };
 
 template <typename T>
@@ -289,6 +384,8 @@ void reshape_and_cache(const float* key, const float* value, std::span<const int
     reshape_and_cache_impl<uint16_t>(key, value, slot_mapping, cache, width);
   } else if (cache.spec.dtype == DType::kF8E4M3) {
     reshape_and_cache_impl<uint8_t>(key, value, slot_mapping, cache, width);
+  } else if (cache.spec.dtype == DType::kQ8_0) {
+    reshape_and_cache_q8_0(key, value, slot_mapping, cache, width);
   } else {
     reshape_and_cache_impl<float>(key, value, slot_mapping, cache, width);
   }
@@ -300,6 +397,8 @@ void paged_attention(const float* q, int num_heads, const AttentionBatch& batch,
     paged_attention_impl<uint16_t>(q, num_heads, batch, cache, out);
   } else if (cache.spec.dtype == DType::kF8E4M3) {
     paged_attention_impl<uint8_t>(q, num_heads, batch, cache, out);
+  } else if (cache.spec.dtype == DType::kQ8_0) {
+    paged_attention_impl<int8_t>(q, num_heads, batch, cache, out);
   } else {
     paged_attention_impl<float>(q, num_heads, batch, cache, out);
   }
