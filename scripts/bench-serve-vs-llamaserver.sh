@@ -24,7 +24,8 @@
 #   CLIENTS ["16 64"]  IN [256]  OUT [128]  PROMPTS_PER_CLIENT [4]  ROUNDS [3]  THREADS [2]
 #   PORT [18300]
 # llama-server gets -np CLIENTS (one slot per client, continuous batching is its default) and a
-# context of CLIENTS x (IN + OUT + 64) tokens, so that every slot holds a whole request; pagedllm
+# context of CLIENTS x SLOT_CTX tokens (IN + OUT + 64 rounded up to a multiple of 256), so that
+# every slot holds a whole request; pagedllm
 # serve runs with its defaults (its scheduler takes as many sequences as its KV pool holds).
 # The client itself runs on the same CPUs as the server; it costs both servers alike.
 # Smoke test: ROUNDS=1 CLIENTS=4 IN=32 OUT=8 PROMPTS_PER_CLIENT=1 MODELS=llama-110m-q8_0
@@ -43,6 +44,9 @@ MODEL_DIR=${MODEL_DIR:-/tmp/bench-vs-llamacpp/models}
 CLIENTS=${CLIENTS:-"16 64"} IN=${IN:-256} OUT=${OUT:-128}
 PROMPTS_PER_CLIENT=${PROMPTS_PER_CLIENT:-4} ROUNDS=${ROUNDS:-3} THREADS=${THREADS:-2}
 PORT=${PORT:-18300}
+# llama-server's context per slot: a whole request and some room, in the multiples of 256 that
+# llama.cpp rounds its context to.
+SLOT_CTX=$(((IN + OUT + 64 + 255) / 256 * 256))
 
 [ -x "$PAGEDLLM" ] || { echo "$0: no pagedllm binary at $PAGEDLLM (make build)" >&2; exit 2; }
 PAGEDLLM=$(realpath "$PAGEDLLM")
@@ -108,7 +112,7 @@ start_server() {  # ENGINE FILE CLIENTS LOG: starts it on $PORT and waits until 
       [ "$e" = ik_llama.cpp ] && extra=$IK_SERVER_ARGS
       # shellcheck disable=SC2086
       "${server[$e]}" -m "$f" --host 127.0.0.1 --port "$PORT" -t "$THREADS" -tb "$THREADS" \
-        -np "$c" -c $((c * (IN + OUT + 64))) $extra >"$log" 2>&1 &
+        -np "$c" -c $((c * SLOT_CTX)) $extra >"$log" 2>&1 &
       ;;
   esac
   server_pid=$!
@@ -180,7 +184,7 @@ done
     if [ -n "${server[$e]:-}" ]; then
       a=$LLAMA_SERVER_ARGS
       [ "$e" = ik_llama.cpp ] && a=$IK_SERVER_ARGS
-      echo "$e ${commit[$e]} (${server[$e]} -np CLIENTS -c CLIENTS*(IN+OUT+64); flags: ${a:-none})"
+      echo "$e ${commit[$e]} (${server[$e]} -np CLIENTS -c CLIENTS*$SLOT_CTX; flags: ${a:-none})"
     else
       echo "${notes[$e]}"
     fi

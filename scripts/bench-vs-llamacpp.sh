@@ -32,6 +32,8 @@
 #   QUANTIZE       the llama-quantize that makes BF16/Q8_0/Q4_0/Q4_K_M from the f32 file
 #                  [llama.cpp's, else ik_llama.cpp's]
 #   PAGEDLLM       [./build/pagedllm]      PAGEDLLM_ISA  passed through (avx2, avx512, ...)
+#   PAGEDLLM_ARGS [""]  extra flags for every pagedllm bench run, e.g. "--kv-cache-dtype q8_0"
+#                  beside LLAMA_CPP_BENCH_ARGS="-ctk q8_0 -ctv q8_0" (and the batched ones)
 #   ROUNDS [3]  THREADS [2]
 #   MODELS ["llama-110m-f32 llama-110m-bf16 llama-110m-q8_0 llama-110m-q4_0 llama-110m-q4_k_m"]
 #                  <preset>-<f32|bf16|q8_0|q4_0|q4_k_m>; llama-1b-* too
@@ -84,6 +86,7 @@ BPP=${BPP:-128} BTG=${BTG:-128} NPL=${NPL:-32}
 LLAMA_CPP_BENCH_ARGS=${LLAMA_CPP_BENCH_ARGS:-} LLAMA_CPP_BATCHED_ARGS=${LLAMA_CPP_BATCHED_ARGS:-}
 IK_BENCH_ARGS=${IK_BENCH_ARGS-"-fa 1 -rtr 1"} IK_BATCHED_ARGS=${IK_BATCHED_ARGS-"-fa 1 -rtr"}
 BANDWIDTH=${BANDWIDTH:-1}
+read -r -a pagedllm_args <<<"${PAGEDLLM_ARGS:-}"
 CTX=$((NPL * (BPP + BTG)))
 
 [ -x "$PAGEDLLM" ] || { echo "$0: no pagedllm binary at $PAGEDLLM (make build)" >&2; exit 2; }
@@ -162,6 +165,7 @@ run_engine() {  # ENGINE MODEL FILE ROUND
     local bw=()
     [ "$BANDWIDTH" = 1 ] && bw=(--bandwidth)
     "$PAGEDLLM" bench latency --model "$f" -p "$PP" -n "$TG" -r 1 --threads "$THREADS" --json \
+      "${pagedllm_args[@]}" \
       "${bw[@]}" >"$base-latency.json" 2>"$base-latency.log" || true
     record "$e" "$m" "pp$PP" "$r" "$(json_field "$base-latency.json" pp_tokens_per_s)" \
       "$base-latency.json"
@@ -174,11 +178,13 @@ run_engine() {  # ENGINE MODEL FILE ROUND
     for d in $DEPTHS; do
       # Past a preset's context (llama-110m's is 2048), as the peers allow with a warning.
       PAGEDLLM_ALLOW_LONG_MAX_MODEL_LEN=1 "$PAGEDLLM" bench latency --model "$f" -p 0 -n "$TG" \
+        "${pagedllm_args[@]}" \
         -d "$d" -r 1 --threads "$THREADS" --json >"$base-tg-d$d.json" 2>"$base-tg-d$d.log" || true
       record "$e" "$m" "tg$TG@d$d" "$r" "$(json_field "$base-tg-d$d.json" tg_tokens_per_s)" \
         "$base-tg-d$d.json"
     done
     "$PAGEDLLM" bench throughput --model "$f" --num-prompts "$NPL" --input-len "$BPP" \
+      "${pagedllm_args[@]}" \
       --output-len "$BTG" --threads "$THREADS" --json >"$base-batched.json" \
       2>"$base-batched.log" || true
     record "$e" "$m" "batched" "$r" "$(json_field "$base-batched.json" total_tokens_per_s)" \
@@ -232,7 +238,7 @@ pagedllm_isa=$(grep -h -m1 -o 'isa=[^ ]*' "$raw"/*-pagedllm-r*-latency.log 2>/de
 {
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; ISA flags: ${isa_flags:-none}"
   echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'); threads: $THREADS; rounds: $ROUNDS (medians)"
-  echo "pagedllm $(git rev-parse --short HEAD) (${pagedllm_isa:-isa=?}, PAGEDLLM_ISA=${PAGEDLLM_ISA:-unset})"
+  echo "pagedllm $(git rev-parse --short HEAD) (${pagedllm_isa:-isa=?}, PAGEDLLM_ISA=${PAGEDLLM_ISA:-unset}; flags: ${PAGEDLLM_ARGS:-none})"
   for e in llama.cpp ik_llama.cpp; do
     if [ -n "${bindir[$e]:-}" ]; then
       a=$LLAMA_CPP_BENCH_ARGS b=$LLAMA_CPP_BATCHED_ARGS
