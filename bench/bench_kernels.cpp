@@ -178,11 +178,16 @@ BENCHMARK(BM_GemmQuantized)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// args: context length, query tokens (1 = decode), KV cache dtype (0 f32, 1 bf16: a bf16 model's),
-// kv heads (8: llama-1b's 32 query heads over 8; 12: llama-110m's 12 over 12). Head size 64.
+// The KV cache dtype a benchmark argument names: 0 f32, 1 bf16 (a bf16 model's), 2 q8_0.
+DType kv_dtype_arg(int64_t arg) {
+  return arg == 2 ? DType::kQ8_0 : arg == 1 ? DType::kBF16 : DType::kF32;
+}
+
+// args: context length, query tokens (1 = decode), KV cache dtype (kv_dtype_arg), kv heads (8:
+// llama-1b's 32 query heads over 8; 12: llama-110m's 12 over 12). Head size 64.
 void BM_PagedAttention(benchmark::State& state) {
   const int ctx = static_cast<int>(state.range(0)), queries = static_cast<int>(state.range(1));
-  const DType kv_dtype = state.range(2) != 0 ? DType::kBF16 : DType::kF32;
+  const DType kv_dtype = kv_dtype_arg(state.range(2));
   const int kv_heads = static_cast<int>(state.range(3));
   const int heads = kv_heads == 12 ? 12 : 32, D = 64, block = 16;
   const int nblocks = (ctx + block - 1) / block;
@@ -209,26 +214,28 @@ void BM_PagedAttention(benchmark::State& state) {
   for (int p : positions) pairs += p + 1;
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * pairs * heads * D * 1e-9,
                                                  benchmark::Counter::kIsIterationInvariantRate);
-  const double element_bytes = kv_dtype == DType::kBF16 ? 2 : 4;
-  state.counters["KV_GB/s"] = benchmark::Counter(2.0 * ctx * kv_heads * D * element_bytes * 1e-9,
-                                                 benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["KV_GB/s"] =
+      benchmark::Counter(static_cast<double>(spec.bytes_per_layer_block()) * 2 * ctx / block * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_PagedAttention)
-    ->ArgNames({"ctx", "queries", "bf16", "kv"})
+    ->ArgNames({"ctx", "queries", "dtype", "kv"})
     ->Args({128, 1, 0, 8})
     ->Args({1024, 1, 0, 8})
     ->Args({4096, 1, 0, 8})
     ->Args({4096, 1, 1, 8})
+    ->Args({4096, 1, 2, 8})
     ->Args({512, 512, 0, 8})
     ->Args({512, 512, 1, 8})
+    ->Args({512, 512, 2, 8})
     ->Args({512, 512, 0, 12})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-// args: KV cache dtype (0 f32, 1 bf16). A 512-token prefill's keys and values stored through
+// args: KV cache dtype (kv_dtype_arg). A 512-token prefill's keys and values stored through
 // slot_mapping into consecutive slots (32 blocks of 16), 8 kv heads of 64.
 void BM_ReshapeAndCache(benchmark::State& state) {
-  const DType kv_dtype = state.range(0) != 0 ? DType::kBF16 : DType::kF32;
+  const DType kv_dtype = kv_dtype_arg(state.range(0));
   const int tokens = 512, kv_heads = 8, D = 64, block = 16;
   PagedKVCache cache(KVCacheSpec{1, tokens / block + 1, block, kv_heads, D, kv_dtype});
   std::vector<int64_t> slots;
@@ -243,9 +250,10 @@ void BM_ReshapeAndCache(benchmark::State& state) {
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_ReshapeAndCache)
-    ->ArgName("bf16")
+    ->ArgName("dtype")
     ->Arg(0)
     ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 

@@ -30,7 +30,7 @@ float stored_value(const KVCacheLayer& l, int64_t b, int h, int d, int offset) {
 //   group 0: x[i] = i - 16, amax 16, scale 16 / 127, so x[i] / scale = 7.9375 (i - 16): codes
 //            -127 at i = 0, 0 at i = 16, 8 at i = 17 (7.94), 119 at i = 31 (119.06);
 //   group 1: x = {0.6, -0.25, 0, 0, 0, 0, 0, 1}, amax 1, scale 1 / 127: codes 76 (76.2),
-//            -32 (-31.75, half away from zero as roundf), 0, ..., 127.
+//            -32 (-31.75), 0, ..., 127.
 // Each scale is stored as an f16. V holds the same vector reversed (checked through its values).
 TEST(Q8KvCache, StoresLlamaCppsQ8_0CodesAndScales) {
   const int D = 40;
@@ -62,6 +62,34 @@ TEST(Q8KvCache, StoresLlamaCppsQ8_0CodesAndScales) {
     EXPECT_NEAR(stored_value(l, 1, 0, d, 5), v[static_cast<size_t>(d)], scale * 0.5f + 1e-6f)
         << "d " << d;
   }
+}
+
+// With amax 127 the scale is exactly 1, so codes are the values rounded: ties go to even (2.5 ->
+// 2, 3.5 -> 4, -2.5 -> -2), the rest to nearest; a NaN element gives -127 and leaves the group's
+// other codes alone.
+TEST(Q8KvCache, CodesRoundToNearestWithTiesToEven) {
+  const int D = 32;
+  PagedKVCache cache(KVCacheSpec{1, 2, 16, 1, D, DType::kQ8_0});
+  std::vector<float> k(D, 0.0f);
+  k[0] = 127.0f;
+  k[1] = 2.5f;
+  k[2] = 3.5f;
+  k[3] = -2.5f;
+  k[4] = 2.49f;
+  k[5] = -126.6f;
+  std::vector<float> v = k;
+  v[6] = std::nanf("");
+  const KVCacheLayer l = cache.layer(0);
+  cpu::reshape_and_cache(k.data(), v.data(), std::vector<int64_t>{16}, l);
+  const int8_t want[7] = {127, 2, 4, -2, 2, -127, 0};
+  for (int d = 0; d < 7; ++d) {
+    EXPECT_EQ(static_cast<const int8_t*>(l.key)[l.key_index(1, 0, d, 0)], want[d]) << "d " << d;
+  }
+  EXPECT_EQ(f16_to_f32(l.key_scale[l.key_scale_index(1, 0, 0, 0)]), 1.0f);
+  const int8_t* value_codes = static_cast<const int8_t*>(l.value) + l.value_index(1, 0, 0, 0);
+  EXPECT_EQ(value_codes[1], 2);
+  EXPECT_EQ(value_codes[2], 4);
+  EXPECT_EQ(value_codes[6], -127);
 }
 
 // Random tokens at shuffled slots (with padding): every value lands at its slot within half a
