@@ -95,7 +95,7 @@ void cache_run_impl(const float* k, const float* v, int width, int count, int64_
 }
 
 // A q8_0 code: v rounded to the nearest integer, ties to even (adding and subtracting 1.5 * 2^23
-// rounds any |v| < 2^22 exactly, with no libm call: std::round was a fifth of a prefill's time),
+// rounds any |v| < 2^22 exactly, with no libm call: std::round cost 3-8 % of a prefill),
 // clamped to [-127, 127]; NaN gives -127 (std::max keeps its first argument against NaN).
 inline int8_t q8_code(float v) {
   constexpr float kRound = 12582912.0f;
