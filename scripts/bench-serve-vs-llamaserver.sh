@@ -22,7 +22,7 @@
 #                                   llama-quantize beside LLAMA_SERVER)
 #   MODEL_DIR [/tmp/bench-vs-llamacpp/models]  RESULTS [/tmp/bench-serve-vs-llamaserver]
 #   CLIENTS ["16 64"]  IN [256]  OUT [128]  PROMPTS_PER_CLIENT [4]  ROUNDS [3]  THREADS [2]
-#   PORT [18300]
+#   PORT [18300]  the first server's port is PORT + 1, the next one's PORT + 2, ...
 # llama-server gets -np CLIENTS (one slot per client, continuous batching is its default) and a
 # context of CLIENTS x SLOT_CTX tokens (IN + OUT + 64 rounded up to a multiple of 256), so that
 # every slot holds a whole request; pagedllm
@@ -89,7 +89,10 @@ vocab_size() {  # PRESET: random prompt ids are drawn below it
   esac
 }
 
+# Each server start takes the next port: a server that was just stopped may still hold its
+# address (ik_llama.cpp's does not set SO_REUSEADDR and fails to bind).
 server_pid=
+port=$PORT
 stop_server() {
   if [ -n "$server_pid" ]; then
     kill "$server_pid" 2>/dev/null || true
@@ -99,26 +102,27 @@ stop_server() {
 }
 trap stop_server EXIT
 
-start_server() {  # ENGINE FILE CLIENTS LOG: starts it on $PORT and waits until it answers
+start_server() {  # ENGINE FILE CLIENTS LOG: starts it on the next port and waits until it answers
   local e=$1 f=$2 c=$3 log=$4 i
+  port=$((port + 1))
   case $e in
     pagedllm)
       # shellcheck disable=SC2086
-      "$PAGEDLLM" serve --model "$f" --port "$PORT" --threads "$THREADS" --log-level warning \
+      "$PAGEDLLM" serve --model "$f" --port "$port" --threads "$THREADS" --log-level warning \
         $PAGEDLLM_SERVE_ARGS >"$log" 2>&1 &
       ;;
     *)
       local extra=$LLAMA_SERVER_ARGS
       [ "$e" = ik_llama.cpp ] && extra=$IK_SERVER_ARGS
       # shellcheck disable=SC2086
-      "${server[$e]}" -m "$f" --host 127.0.0.1 --port "$PORT" -t "$THREADS" -tb "$THREADS" \
+      "${server[$e]}" -m "$f" --host 127.0.0.1 --port "$port" -t "$THREADS" -tb "$THREADS" \
         -np "$c" -c $((c * SLOT_CTX)) $extra >"$log" 2>&1 &
       ;;
   esac
   server_pid=$!
   for i in $(seq 1 600); do
-    if curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 &&
-      curl -sf "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then
+    if curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 &&
+      curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; then
       return 0
     fi
     kill -0 "$server_pid" 2>/dev/null || { echo "$0: $e exited; see $log" >&2; server_pid=; return 1; }
@@ -148,9 +152,10 @@ PY
 run_engine() {  # ENGINE MODEL FILE CLIENTS ROUND
   local e=$1 m=$2 f=$3 c=$4 r=$5 base bench_args
   base=$raw/$m-c$c-$e-r$r
-  bench_args=(--base-url "http://127.0.0.1:$PORT" --random-vocab-size "$(vocab_size "${m%-*}")"
+  bench_args=(--random-vocab-size "$(vocab_size "${m%-*}")"
     --ignore-eos --max-concurrency "$c")
   if start_server "$e" "$f" "$c" "$base-server.log"; then
+    bench_args+=(--base-url "http://127.0.0.1:$port")
     "$PAGEDLLM" bench serve "${bench_args[@]}" --num-prompts "$c" --random-input-len 16 \
       --random-output-len 4 --seed 7 >"$base-warmup.log" 2>&1 || true
     "$PAGEDLLM" bench serve "${bench_args[@]}" --num-prompts $((c * PROMPTS_PER_CLIENT)) \
