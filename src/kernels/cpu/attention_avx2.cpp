@@ -11,7 +11,6 @@
 
 #include <limits>
 
-#include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
 
 namespace pagedllm::cpu::attention {
@@ -147,7 +146,7 @@ template <int NQ, int D, typename T>
         if constexpr (kIsQ8<T>) {
           constexpr int kGroups = (D + kQ8Group - 1) / kQ8Group;
           for (int v = 0; v < S; ++v) {
-            const float scale = f16_to_f32(vs[o * kGroups + 8 * (v0 + v) / kQ8Group]);
+            const float scale = _cvtsh_ss(vs[o * kGroups + 8 * (v0 + v) / kQ8Group]);  // F16C
             row[v] = _mm256_mul_ps(row[v], _mm256_set1_ps(scale));
           }
         }

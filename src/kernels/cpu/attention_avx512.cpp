@@ -23,7 +23,6 @@
 
 #include <limits>
 
-#include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
 
 namespace pagedllm::cpu::attention {
@@ -103,9 +102,13 @@ template <int QB, int DV, typename T>
     __m512 row[DV];
     for (int v = 0; v < DV; ++v) row[v] = load16(vt + o * D + 16 * v);
     if constexpr (kIsQ8<T>) {
+      // The row's scales widened at once, then lane v / 2 (16 elements per vector, 32 per scale)
+      // spread over each vector.
       constexpr int kGroups = (D + kQ8Group - 1) / kQ8Group;
+      const __m512 scales = _mm512_cvtph_ps(
+          _mm256_maskz_loadu_epi16(static_cast<__mmask16>((1u << kGroups) - 1u), vs + o * kGroups));
       for (int v = 0; v < DV; ++v) {
-        row[v] = _mm512_mul_ps(row[v], _mm512_set1_ps(f16_to_f32(vs[o * kGroups + v / 2])));
+        row[v] = _mm512_mul_ps(row[v], _mm512_permutexvar_ps(_mm512_set1_epi32(v / 2), scales));
       }
     }
     for (int i = 0; i < QB; ++i) {
