@@ -48,15 +48,10 @@ PORT=${PORT:-18300}
 # llama.cpp rounds its context to.
 SLOT_CTX=$(((IN + OUT + 64 + 255) / 256 * 256))
 
-[ -x "$PAGEDLLM" ] || { echo "$0: no pagedllm binary at $PAGEDLLM (make build)" >&2; exit 2; }
-PAGEDLLM=$(realpath "$PAGEDLLM")
-mkdir -p "$RESULTS" "$MODEL_DIR"
-RESULTS=$(realpath "$RESULTS") MODEL_DIR=$(realpath "$MODEL_DIR")
-run_dir=$RESULTS/run-$(date -u +%Y%m%dT%H%M%SZ)
-raw=$run_dir/raw
-mkdir -p "$raw"
-out=$run_dir/results.jsonl
-: >"$out"
+# shellcheck source=scripts/lib/gguf-models.sh
+source scripts/lib/gguf-models.sh
+start_run
+LOG_DIR=$raw
 
 engines=(pagedllm)
 declare -A server=() commit=() notes=()
@@ -78,9 +73,6 @@ QUANTIZE=${QUANTIZE:-}
 if [ -z "$QUANTIZE" ] && [ -n "$LLAMA_SERVER" ] && [ -x "$(dirname "$LLAMA_SERVER")/llama-quantize" ]; then
   QUANTIZE=$(dirname "$LLAMA_SERVER")/llama-quantize
 fi
-LOG_DIR=$raw
-# shellcheck source=scripts/lib/gguf-models.sh
-source scripts/lib/gguf-models.sh
 
 vocab_size() {  # PRESET: random prompt ids are drawn below it
   case $1 in

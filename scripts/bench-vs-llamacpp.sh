@@ -89,15 +89,10 @@ BANDWIDTH=${BANDWIDTH:-1}
 read -r -a pagedllm_args <<<"${PAGEDLLM_ARGS:-}"
 CTX=$((NPL * (BPP + BTG)))
 
-[ -x "$PAGEDLLM" ] || { echo "$0: no pagedllm binary at $PAGEDLLM (make build)" >&2; exit 2; }
-PAGEDLLM=$(realpath "$PAGEDLLM")
-mkdir -p "$RESULTS" "$MODEL_DIR"
-RESULTS=$(realpath "$RESULTS") MODEL_DIR=$(realpath "$MODEL_DIR")
-run_dir=$RESULTS/run-$(date -u +%Y%m%dT%H%M%SZ)
-raw=$run_dir/raw
-mkdir -p "$raw"
-out=$run_dir/results.jsonl
-: >"$out"
+# shellcheck source=scripts/lib/gguf-models.sh
+source scripts/lib/gguf-models.sh
+start_run
+LOG_DIR=$raw
 
 # The peers that are there: engine name -> its build/bin folder.
 engines=(pagedllm)
@@ -123,9 +118,6 @@ for d in "$LLAMA_CPP_DIR" "$IK_LLAMA_DIR"; do
   fi
 done
 
-LOG_DIR=$raw
-# shellcheck source=scripts/lib/gguf-models.sh
-source scripts/lib/gguf-models.sh
 
 record() {  # ENGINE MODEL SHAPE ROUND VALUE RAW_FILE  (VALUE null: that run failed)
   printf '{"engine":"%s","model":"%s","shape":"%s","round":%s,"tokens_per_s":%s,"raw":"%s"}\n' \

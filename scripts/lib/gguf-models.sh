@@ -1,4 +1,20 @@
-# Sourced by the side-by-side benchmark scripts: the GGUF files they share.
+# Sourced by the side-by-side benchmark scripts: the run folder and the GGUF files they share.
+
+# start_run: checks $PAGEDLLM and makes it absolute, makes $RESULTS and $MODEL_DIR absolute, and
+# sets run_dir ($RESULTS/run-<UTC time>), raw (its raw/ folder) and out (an empty
+# results.jsonl in it).
+start_run() {
+  [ -x "$PAGEDLLM" ] || { echo "$0: no pagedllm binary at $PAGEDLLM (make build)" >&2; exit 2; }
+  PAGEDLLM=$(realpath "$PAGEDLLM")
+  mkdir -p "$RESULTS" "$MODEL_DIR"
+  RESULTS=$(realpath "$RESULTS") MODEL_DIR=$(realpath "$MODEL_DIR")
+  run_dir=$RESULTS/run-$(date -u +%Y%m%dT%H%M%SZ)
+  raw=$run_dir/raw
+  mkdir -p "$raw"
+  out=$run_dir/results.jsonl
+  : >"$out"
+}
+
 # gguf_model_file MODEL (<preset>-<f32|bf16|q8_0|q4_0|q4_k_m>) prints the file's path in
 # $MODEL_DIR, making it when missing: the preset in f32 with `$PAGEDLLM make-model`, then the
 # other formats with llama.cpp's `$QUANTIZE` (as users get them), its log in $LOG_DIR.

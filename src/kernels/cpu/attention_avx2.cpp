@@ -172,7 +172,7 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
     float correction[NQ];
     for (int i = 0; i < NQ; ++i)
       correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
-    add_chunk_values<NQ, D>(qs, p, correction, ctx.v[ch0 + c], ctx.vs ? ctx.vs[ch0 + c] : nullptr);
+    add_chunk_values<NQ, D>(qs, p, correction, ctx.v[ch0 + c], value_scales(ctx, ch0 + c));
   }
 }
 

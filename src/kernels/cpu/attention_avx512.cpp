@@ -164,12 +164,6 @@ template <int NQ, int C, int DV, typename T>
   }
 }
 
-// Chunk c's q8_0 value scales, or null for the other types.
-template <typename T>
-inline const uint16_t* value_scales(const Chunks<T>& ctx, int c) {
-  return ctx.vs ? ctx.vs[c] : nullptr;
-}
-
 // NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C <= 8 score chains).
 template <int NQ, int C, int DV, typename T>
 void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {

@@ -37,6 +37,12 @@ constexpr int kQ8Group = 32;
 template <typename T>
 constexpr bool kIsQ8 = std::is_same_v<T, int8_t>;
 
+// Chunk c's q8_0 value scales, or null for the other types.
+template <typename T>
+inline const uint16_t* value_scales(const Chunks<T>& ctx, int c) {
+  return ctx.vs ? ctx.vs[c] : nullptr;
+}
+
 // One query head of one token against its context 0..pos, with its online-softmax state.
 struct QueryState {
   const float* q;
