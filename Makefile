@@ -46,7 +46,8 @@ clang_tree = if [ -f $(1)/CMakeCache.txt ] && ! grep -q '^CMAKE_CXX_COMPILER:.*c
   then echo "$(1) was configured with another compiler: configuring it afresh with clang"; \
   rm -rf $(1); fi; \
   cmake -S . -B $(1) -G $(GENERATOR) -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGEDLLM_SANITIZE=address,undefined -DPAGEDLLM_FUZZ=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -gline-tables-only -DNDEBUG" \
+  -DPAGEDLLM_SANITIZE=address,undefined -DPAGEDLLM_FUZZ=ON \
   -DPAGEDLLM_BUILD_BENCH=OFF
 FUZZ_TARGETS = fuzz_gguf fuzz_safetensors fuzz_tokenizer fuzz_chat_template fuzz_openai_request \
   fuzz_http fuzz_image fuzz_data_url fuzz_image_url fuzz_json_schema fuzz_regex fuzz_gbnf fuzz_tool_call
