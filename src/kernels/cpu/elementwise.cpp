@@ -31,14 +31,16 @@ inline float silu(float g) {
 }  // namespace
 
 void swiglu(const float* gate_up, int tokens, int hidden, float* out) {
-  const bool avx512 = active_isa() >= Isa::kAvx512;
+  const Isa isa = active_isa();
 #pragma omp parallel for schedule(static) if (static_cast <int64_t>(tokens) * hidden > 65536)
   for (int t = 0; t < tokens; ++t) {
     const float* gate = gate_up + static_cast<size_t>(t) * 2 * hidden;
     const float* up = gate + hidden;
     float* o = out + static_cast<size_t>(t) * hidden;
-    if (avx512) {
+    if (isa >= Isa::kAvx512) {
       swiglu_row_avx512(gate, up, o, hidden);
+    } else if (isa >= Isa::kAvx2) {
+      swiglu_row_avx2(gate, up, o, hidden);
     } else {
       for (int i = 0; i < hidden; ++i) o[i] = silu(gate[i]) * up[i];
     }

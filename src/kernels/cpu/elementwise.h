@@ -14,6 +14,8 @@ void rms_norm(const float* x, const float* weight, float* out, int rows, int wid
 void swiglu(const float* gate_up, int tokens, int hidden, float* out);
 // One row of it; call only when the CPU has AVX-512 (active_isa() >= Isa::kAvx512).
 void swiglu_row_avx512(const float* gate, const float* up, float* out, int n);
+// The same on AVX2 (active_isa() >= Isa::kAvx2).
+void swiglu_row_avx2(const float* gate, const float* up, float* out, int n);
 
 // x[i] += y[i]; large inputs are split over the OpenMP threads.
 void add_inplace(float* x, const float* y, int64_t n);
