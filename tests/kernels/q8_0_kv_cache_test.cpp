@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <vector>
 
 #include "format/dequant.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/isa_guard.h"
 
 namespace pagedllm {
 namespace {
@@ -90,6 +94,52 @@ TEST(Q8KvCache, CodesRoundToNearestWithTiesToEven) {
   EXPECT_EQ(value_codes[1], 2);
   EXPECT_EQ(value_codes[2], 4);
   EXPECT_EQ(value_codes[6], -127);
+}
+
+// Every ISA path stores the portable path's bytes (codes and scales), for head sizes with short
+// last groups (8, 40, 17: a group of 1) and values that stress the edges: ties, NaN, infinities,
+// an all-zero group and a group whose largest magnitude is negative.
+TEST(Q8KvCache, EveryIsaPathStoresThePortableBytes) {
+  test::IsaGuard guard;
+  int compared = 0;
+  for (int D : {8, 17, 40, 64}) {
+    const int heads = 2, block = 4, tokens = 9;
+    std::mt19937 rng(static_cast<unsigned>(D));
+    std::normal_distribution<float> normal(0.0f, 3.0f);
+    std::vector<float> k(static_cast<size_t>(tokens) * heads * D), v(k.size());
+    for (auto& x : k) x = normal(rng);
+    for (auto& x : v) x = normal(rng);
+    k[1] = 2.5f * (k[0] = 127.0f) / 127.0f;
+    k[2] = std::nanf("");
+    v[3] = INFINITY;
+    v[static_cast<size_t>(D)] = -1000.0f;
+    for (int d = 0; d < std::min(D, 32); ++d) k[static_cast<size_t>(2 * D + d)] = 0.0f;
+    std::vector<int64_t> slots;
+    for (int t = 0; t < tokens; ++t) slots.push_back(3 + 2 * t);
+    const auto store = [&](cpu::Isa isa) {
+      cpu::set_isa(isa);
+      auto cache = std::make_unique<PagedKVCache>(KVCacheSpec{1, 6, block, heads, D, DType::kQ8_0});
+      cpu::reshape_and_cache(k.data(), v.data(), slots, cache->layer(0));
+      return cache;
+    };
+    const auto ref = store(cpu::Isa::kGeneric);
+    const KVCacheLayer r = ref->layer(0);
+    const size_t codes = static_cast<size_t>(6) * block * heads * D;
+    const size_t scales = static_cast<size_t>(6) * block * heads * ((D + 31) / 32);
+    for (cpu::Isa isa : {cpu::Isa::kAvx2, cpu::Isa::kAvx512}) {
+      if (!cpu::cpu_supports(isa)) continue;
+      const auto got = store(isa);
+      const KVCacheLayer g = got->layer(0);
+      ASSERT_EQ(std::memcmp(g.key, r.key, codes), 0) << cpu::to_string(isa) << " D " << D;
+      ASSERT_EQ(std::memcmp(g.value, r.value, codes), 0) << cpu::to_string(isa) << " D " << D;
+      ASSERT_EQ(std::memcmp(g.key_scale, r.key_scale, scales * 2), 0) << cpu::to_string(isa);
+      ASSERT_EQ(std::memcmp(g.value_scale, r.value_scale, scales * 2), 0) << cpu::to_string(isa);
+      ++compared;
+    }
+  }
+  if (cpu::cpu_supports(cpu::Isa::kAvx512)) {
+    EXPECT_EQ(compared, 8);
+  }
 }
 
 // Random tokens at shuffled slots (with padding): every value lands at its slot within half a

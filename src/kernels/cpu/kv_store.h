@@ -1,6 +1,7 @@
-// Vector paths of reshape_and_cache for a bf16 cache: the rounding of dequant.h's f32_to_bf16
-// (to nearest even, NaN quieted, denormals kept), 16 values at a time. Call only when the CPU
-// has AVX-512 F/BW/VL (paged_attention.cpp checks active_isa()).
+// Vector paths of reshape_and_cache: for a bf16 cache the rounding of dequant.h's f32_to_bf16
+// (to nearest even, NaN quieted, denormals kept), 16 values at a time; for a q8_0 cache one
+// group's scale and codes. Call only when the CPU has AVX-512 F/BW/VL (paged_attention.cpp checks
+// active_isa()).
 #pragma once
 
 #include <cstdint>
@@ -13,5 +14,10 @@ void round_to_bf16_avx512(const float* x, int n, uint16_t* out);
 // The key rows of `count` tokens at consecutive offsets of one block: row d of the block at
 // kd + d * ld gets token j's x[j * width + d] at column j, for d < D and j < count.
 void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uint16_t* kd, int ld);
+
+// One q8_0 group of size <= 32 values, as paged_attention.cpp's quantize_q8_0 makes it, op for op
+// (max is exact in any order; NaN lanes lose against the running max and give code -127): its
+// codes into codes[0, size), and its scale amax / 127 returned.
+float quantize_q8_group_avx512(const float* x, int size, int8_t* codes);
 
 }  // namespace pagedllm::cpu

@@ -23,9 +23,9 @@ inline __m256i to_bf16(__m512 x) {
   return _mm512_maskz_cvtepi32_epi16(0xFFFF, _mm512_mask_blend_epi32(nan, rounded, quieted));
 }
 
-// Lanes [0, n) set.
+// Lanes [0, n) set (none for n <= 0).
 inline __mmask16 first(int n) {
-  return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : (1u << n) - 1u);
+  return static_cast<__mmask16>(n >= 16 ? 0xFFFFu : n <= 0 ? 0u : (1u << n) - 1u);
 }
 
 }  // namespace
@@ -50,6 +50,37 @@ void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uin
       _mm256_mask_storeu_epi16(kd + static_cast<size_t>(d) * ld + j0, m, to_bf16(column));
     }
   }
+}
+
+float quantize_q8_group_avx512(const float* x, int size, int8_t* codes) {
+  const __mmask16 low = first(size), high = first(size - 16);
+  const __m512 x0 = _mm512_maskz_loadu_ps(low, x), x1 = _mm512_maskz_loadu_ps(high, x + 16);
+  const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF);
+  const auto abs = [&](__m512 v) {
+    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), magnitude));
+  };
+  // max(|x|, running): a NaN |x| keeps the running max, as std::max(amax, |x|) does.
+  const __m512 running = _mm512_maskz_max_ps(0xFFFF, abs(x1), _mm512_setzero_ps());
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, _mm512_maskz_max_ps(0xFFFF, abs(x0), running));
+  float amax = 0.0f;
+  for (const float lane : lanes) amax = std::max(amax, lane);  // exact in any order
+  const float d = amax / 127.0f;
+  const __m512 inverse = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  const __m512 round = _mm512_set1_ps(12582912.0f);  // q8_code's 1.5 * 2^23
+  for (int half = 0; half < 2; ++half) {
+    const __mmask16 m = half == 0 ? low : high;
+    if (m == 0) break;
+    const __m512 scaled = _mm512_mul_ps(half == 0 ? x0 : x1, inverse);
+    const __m512 q = _mm512_sub_ps(_mm512_add_ps(scaled, round), round);
+    // max(q, -127) gives -127 for NaN, as std::max(-127, q) does.
+    const __m512 clamped = _mm512_maskz_min_ps(
+        0xFFFF, _mm512_maskz_max_ps(0xFFFF, q, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    _mm_mask_storeu_epi8(
+        codes + 16 * half, m,
+        _mm512_maskz_cvtepi32_epi8(0xFFFF, _mm512_maskz_cvttps_epi32(0xFFFF, clamped)));
+  }
+  return d;
 }
 
 }  // namespace pagedllm::cpu

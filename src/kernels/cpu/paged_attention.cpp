@@ -110,15 +110,22 @@ inline int8_t q8_code(float v) {
 void quantize_q8_0(const float* x, int n, int8_t* code, size_t code_stride, uint16_t* scale,
                    size_t scale_stride) {
   constexpr int kGroup = KVCacheSpec::kQ8Group;
+  static_assert(kGroup == 32, "quantize_q8_group_avx512 takes two vectors");
+  const bool avx512 = active_isa() >= Isa::kAvx512;
   for (int g = 0; g * kGroup < n; ++g) {
     const float* xg = x + g * kGroup;
     const int size = std::min(kGroup, n - g * kGroup);
-    float amax = 0.0f;
-    for (int i = 0; i < size; ++i) amax = std::max(amax, std::fabs(xg[i]));
-    const float d = amax / 127.0f;
-    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
     int8_t codes[kGroup];
-    for (int i = 0; i < size; ++i) codes[i] = q8_code(xg[i] * inverse);
+    float d;
+    if (avx512) {
+      d = quantize_q8_group_avx512(xg, size, codes);
+    } else {
+      float amax = 0.0f;
+      for (int i = 0; i < size; ++i) amax = std::max(amax, std::fabs(xg[i]));
+      d = amax / 127.0f;
+      const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+      for (int i = 0; i < size; ++i) codes[i] = q8_code(xg[i] * inverse);
+    }
     for (int i = 0; i < size; ++i)
       code[static_cast<size_t>(g * kGroup + i) * code_stride] = codes[i];
     scale[static_cast<size_t>(g) * scale_stride] = f32_to_f16(d);
