@@ -41,4 +41,19 @@ void round_activations_to_bf16(Isa isa, const float* x, int M, int K, Bf16Activa
   }
 }
 
+void widen_bf16_activations(Bf16Activations& out) {
+  const size_t pairs = static_cast<size_t>(out.pairs);
+  out.widened.resize(static_cast<size_t>(out.M) * 2 * pairs);
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(out.M) * out.pairs > 32768)
+  for (int m = 0; m < out.M; ++m) {
+    const uint32_t* row = out.row(m);
+    float* wide = out.widened.data() + static_cast<size_t>(m) * 2 * pairs;
+    for (size_t i = 0; i < pairs; ++i) {
+      const uint32_t low = row[i] << 16, high = row[i] & 0xFFFF0000u;
+      std::memcpy(wide + 2 * i, &low, sizeof low);
+      std::memcpy(wide + 2 * i + 1, &high, sizeof high);
+    }
+  }
+}
+
 }  // namespace pagedllm::cpu

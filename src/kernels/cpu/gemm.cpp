@@ -169,7 +169,7 @@ static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
 
 TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
-  if (tile == gemm_tile_avx2 && storage == PanelStorage::kF32) return {kAvx2F32Rows, 2};
+  if (tile == gemm_tile_avx2) return {kAvx2Rows, 2};
   if (tile == gemm_int8_tile_vnni) return {kVnniRows, 2};
   if (tile == gemm_bf16_tile_dot) return {kBf16DotRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
@@ -227,7 +227,10 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   thread_local QuantizedActivations xq;
   thread_local Bf16Activations xb;
   if (w.storage() == PanelStorage::kInt8) quantize_activations(isa, x, M, w.cols(), xq);
-  if (w.storage() == PanelStorage::kBF16) round_activations_to_bf16(isa, x, M, w.cols(), xb);
+  if (w.storage() == PanelStorage::kBF16) {
+    round_activations_to_bf16(isa, x, M, w.cols(), xb);
+    if (tile == gemm_tile_avx2 && M > 2) widen_bf16_activations(xb);
+  }
   thread_local SubBlockRowFactors xf;
   if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni || tile == gemm_int8_tile_avx2) {
     xf.compute(w, xq, M);

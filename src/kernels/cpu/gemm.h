@@ -41,8 +41,9 @@ constexpr int kMaxTileRows = 4;
 constexpr int kMaxTilePanels = 4;
 // The AVX-512 f32 tile for batches (gemm.cpp tile_shape): 8 rows x 3 panels, 24 accumulators.
 constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
-// The AVX2 f32 tile: up to 6 rows of one panel per pass (gemm_avx2.cpp), 2 panels per tile.
-constexpr int kAvx2F32Rows = 6;
+// The AVX2 tile: up to 6 rows of one panel (f32) or half panel (bf16) per pass (gemm_avx2.cpp),
+// 2 panels per tile.
+constexpr int kAvx2Rows = 6;
 // The VNNI int8 tile: up to 6 rows per pass (gemm_int8_vnni.cpp), so that a verify step of
 // 1 + 4 or 1 + 5 tokens reads each weight panel in one pass, not as row tiles of 3 and 2.
 constexpr int kVnniRows = 6;
