@@ -169,7 +169,7 @@ static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
 
 TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
-  if (tile == gemm_tile_avx2) return {kAvx2Rows, 2};
+  if (tile == gemm_tile_avx2 || tile == gemm_int8_tile_avx2) return {kAvx2Rows, 2};
   if (tile == gemm_int8_tile_vnni) return {kVnniRows, 2};
   if (tile == gemm_bf16_tile_dot) return {kBf16DotRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
