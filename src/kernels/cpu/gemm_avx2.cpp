@@ -78,6 +78,17 @@ void rows(const TileArgs& a, int p, int v0, int m_offset) {
     const auto f32_step = [&](int k, __m256(&chain)[MR][V]) __attribute__((always_inline)) {
       __m256 w[V];
       for (int v = 0; v < V; ++v) w[v] = _mm256_load_ps(f32_column(v) + k * PackedMatrix::kPanel);
+      if constexpr (MR == 1) {
+        // f32 decode streams each panel once from DRAM, and the hardware prefetcher alone leaves
+        // it below the bandwidth: one line per panel and k is fetched 2 KB ahead, as the AVX-512
+        // and int8 tiles do (llama-110m f32 tg128 on the AVX2 paths, alternating: 50.2-53.7 ->
+        // 62.5-65.5). bf16 decode gained nothing from it (llama-110m 101-104 tok/s either way,
+        // llama-1b 8.9-9.1). Written out here: through a helper function, g++ 12 dropped it.
+        for (int v = 0; v < V; v += kHalves) {
+          const float* line = f32_column(v) + k * PackedMatrix::kPanel;
+          _mm_prefetch(reinterpret_cast<const char*>(line) + 2048, _MM_HINT_T0);
+        }
+      }
       for (int m = 0; m < MR; ++m) {
         const __m256 xb = _mm256_broadcast_ss(x_rows[m] + k);
         for (int v = 0; v < V; ++v) chain[m][v] = _mm256_fmadd_ps(xb, w[v], chain[m][v]);
