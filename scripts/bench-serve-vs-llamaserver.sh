@@ -106,9 +106,11 @@ start_server() {  # ENGINE FILE CLIENTS LOG: starts it on the next port and wait
     *)
       local extra=$LLAMA_SERVER_ARGS
       [ "$e" = ik_llama.cpp ] && extra=$IK_SERVER_ARGS
+      # From the run's raw/ folder: ik_llama.cpp's server writes a llama.log into its working
+      # directory. (The subshell execs the server, so $! is the server's pid.)
       # shellcheck disable=SC2086
-      "${server[$e]}" -m "$f" --host 127.0.0.1 --port "$port" -t "$THREADS" -tb "$THREADS" \
-        -np "$c" -c $((c * SLOT_CTX)) $extra >"$log" 2>&1 &
+      (cd "$raw" && exec "${server[$e]}" -m "$f" --host 127.0.0.1 --port "$port" -t "$THREADS" \
+        -tb "$THREADS" -np "$c" -c $((c * SLOT_CTX)) $extra) >"$log" 2>&1 &
       ;;
   esac
   server_pid=$!
