@@ -16,6 +16,7 @@
 #include "engine/engine_core.h"
 #include "engine/tensor_parallel.h"
 #include "executor/mpi_executor.h"
+#include "kernels/cpu/bf16_batch_tile.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_onednn.h"
 #include "kernels/kv_cache.h"
@@ -625,8 +626,11 @@ std::string Engine::describe() const {
        << " encoder_budget=" << c.scheduler.max_num_encoder_input_tokens
        << " encoder_cache=" << c.scheduler.encoder_cache_size;
   }
-  os << " isa=" << cpu::to_string(cpu::active_isa()) << " matmul=" << cpu::describe_matmul_backend()
-     << " cpu=[" << cpu::cpu_flags_summary() << "]";
+  os << " isa=" << cpu::to_string(cpu::active_isa())
+     << " matmul=" << cpu::describe_matmul_backend();
+  if (cpu::active_isa() >= cpu::Isa::kAvx512Bf16)
+    os << " bf16_batches=" << cpu::describe_bf16_batch_tile();
+  os << " cpu=[" << cpu::cpu_flags_summary() << "]";
   return os.str();
 }
 

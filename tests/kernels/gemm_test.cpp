@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "format/block_quant.h"
 #include "format/dequant.h"
 #include "kernels/cpu/bf16_activations.h"
+#include "kernels/cpu/bf16_batch_tile.h"
 
 namespace pagedllm::cpu {
 namespace {
@@ -217,6 +219,52 @@ TEST(Gemm, Bf16ProductFlushesDenormalsOnEveryPath) {
     // 3 * 2^-128 + 2 * 2^-130 + 2^-140 is a denormal sum unflushed; flushed, all three are zero.
     EXPECT_EQ(y[3], 0.0f) << to_string(isa);
   }
+}
+
+TEST(Gemm, Bf16BatchesGetTheReferenceBitsFromTheDotAndTheFmaTile) {
+  // On AVX512-BF16 CPUs the process times vdpbf16ps against FMAs on widened activations and keeps
+  // the faster for batches (bf16_batch_tile.h), so both must give the reference's bits: odd K,
+  // row tiles of 3 to 6, and one row scaled so that its products and sums fall among the
+  // denormals, which both flush.
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const Bf16BatchTile before = bf16_batch_tile();
+  std::mt19937 rng(11);
+  int compared = 0;
+  for (const auto& [M, N, K] : {std::tuple{3, 17, 7}, std::tuple{6, 40, 257},
+                                std::tuple{7, 33, 600}, std::tuple{75, 70, 1101}}) {
+    Weights w = random_weights(N, K, DType::kF32, rng);
+    std::vector<uint16_t> bf16;
+    for (float v : w.f32) bf16.push_back(f32_to_bf16(v * 0x1p-60f));
+    const PackedMatrix packed(WeightMatrix{DType::kBF16, N, K, bf16.data()});
+    auto x = random_inputs(M, K, N, rng).first;
+    for (int k = 0; k < K; ++k) x[static_cast<size_t>(K + k)] *= 0x1p-66f;  // row 1
+    std::vector<float> reference(static_cast<size_t>(M) * N);
+    gemm_packed(Isa::kGeneric, x.data(), M, packed, reference.data(), nullptr);
+    // Row 1's products are about 2^-126: those flushed make its outputs differ from the exact sum.
+    int flush_changed = 0;
+    for (int j = 0; j < N; ++j) {
+      double exact = 0.0;
+      for (int k = 0; k < K; ++k) {
+        exact += double{bf16_to_f32(bf16_flushed(x[static_cast<size_t>(K + k)]))} *
+                 bf16_to_f32(bf16[static_cast<size_t>(j) * K + k]);
+      }
+      flush_changed +=
+          std::abs(reference[static_cast<size_t>(N + j)] - exact) > 1e-3 * std::abs(exact);
+    }
+    for (Bf16BatchTile tile : {Bf16BatchTile::kDot, Bf16BatchTile::kFma}) {
+      set_bf16_batch_tile(tile);
+      for (Isa isa : supported_paths()) {
+        std::vector<float> y(reference.size(), -7.0f);
+        gemm_packed(isa, x.data(), M, packed, y.data(), nullptr);
+        ASSERT_EQ(std::memcmp(y.data(), reference.data(), y.size() * 4), 0)
+            << to_string(tile) << " " << to_string(isa) << " M=" << M << " K=" << K;
+        ++compared;
+      }
+    }
+    EXPECT_GT(flush_changed, 0) << "no flushed products in row 1 at K=" << K;
+  }
+  set_bf16_batch_tile(before);
+  EXPECT_GT(compared, 8);
 }
 
 TEST(Gemm, StackedMatricesEqualSeparateOnes) {

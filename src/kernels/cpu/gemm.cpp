@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "format/dequant.h"
+#include "kernels/cpu/bf16_batch_tile.h"
 #include "kernels/cpu/gemm_onednn.h"
 
 namespace pagedllm::cpu {
@@ -124,7 +125,12 @@ TileFn tile_for(Isa isa, const PackedMatrix& w, int M) {
            : isa >= Isa::kAvx2     ? gemm_int8_tile_avx2
                                    : gemm_tile_generic;
   }
-  if (storage == PanelStorage::kBF16 && isa >= Isa::kAvx512Bf16) return gemm_bf16_tile_dot;
+  if (storage == PanelStorage::kBF16 && isa >= Isa::kAvx512) {
+    const bool batch = M >= kBf16BatchMinRows;
+    if (isa >= Isa::kAvx512Bf16 && (!batch || bf16_batch_tile() == Bf16BatchTile::kDot))
+      return gemm_bf16_tile_dot;
+    if (batch) return gemm_bf16_tile_fma;
+  }
   return isa >= Isa::kAvx512 ? gemm_tile_avx512
          : isa == Isa::kAvx2 ? gemm_tile_avx2
                              : gemm_tile_generic;
@@ -171,7 +177,7 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile == gemm_tile_avx2 || tile == gemm_int8_tile_avx2) return {kAvx2Rows, 2};
   if (tile == gemm_int8_tile_vnni) return {kVnniRows, 2};
-  if (tile == gemm_bf16_tile_dot) return {kBf16DotRows, 2};
+  if (tile == gemm_bf16_tile_dot || tile == gemm_bf16_tile_fma) return {kBf16DotRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
   const int k_chunk = K > kF32GroupMaxK ? kF32GroupMaxK : 0;
   if (M > kMaxTileRows + 2) {
@@ -229,7 +235,7 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   if (w.storage() == PanelStorage::kInt8) quantize_activations(isa, x, M, w.cols(), xq);
   if (w.storage() == PanelStorage::kBF16) {
     round_activations_to_bf16(isa, x, M, w.cols(), xb);
-    if (tile == gemm_tile_avx2 && M > 2) widen_bf16_activations(xb);
+    if ((tile == gemm_tile_avx2 && M > 2) || tile == gemm_bf16_tile_fma) widen_bf16_activations(xb);
   }
   thread_local SubBlockRowFactors xf;
   if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni || tile == gemm_int8_tile_avx2) {

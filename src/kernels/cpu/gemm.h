@@ -122,6 +122,10 @@ void gemm_tile_avx2(const TileArgs& a);
 void gemm_tile_avx512(const TileArgs& a);
 // bf16 weights with AVX512-BF16 dot products.
 void gemm_bf16_tile_dot(const TileArgs& a);
+// bf16 weights with AVX-512 FMAs on the widened activations (Bf16Activations::widened, which
+// gemm_packed fills for this tile): batches, where the CPU lacks AVX512-BF16 or issues its dot
+// products slower (bf16_batch_tile.h).
+void gemm_bf16_tile_fma(const TileArgs& a);
 // int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
 void gemm_int8_tile_avx2(const TileArgs& a);
 void gemm_int8_tile_vnni(const TileArgs& a);

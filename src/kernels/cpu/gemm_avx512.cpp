@@ -79,7 +79,39 @@ struct Bf16PairSteps : avx512::Bf16PairBase<MR, NP> {
   }
 };
 
+// bf16 weights against activations widened to f32 once per product (Bf16Activations::widened):
+// each FMA takes its activation as a broadcast from memory, so a step costs the FMAs, the weight
+// lines' shift and mask, and nothing per row (Bf16PairSteps widens each row's pair in registers).
+template <int MR, int NP>
+struct Bf16WideSteps : avx512::Bf16PairBase<MR, NP> {
+  const float* wide[MR];
+  explicit Bf16WideSteps(const TileArgs& a) : avx512::Bf16PairBase<MR, NP>(a) {
+    for (int m = 0; m < MR; ++m) wide[m] = a.xb->widened_row(a.m0 + m);
+  }
+  void step(int i, __m512 (&chain)[MR][NP]) const {
+    __m512 odd[NP], even[NP];
+    for (int q = 0; q < NP; ++q) {
+      const __m512i w = this->line(q, i);
+      odd[q] = Bf16PairSteps<MR, NP>::odd_of(w);
+      even[q] = Bf16PairSteps<MR, NP>::even_of(w);
+    }
+    for (int m = 0; m < MR; ++m) {
+      const __m512 x_odd = _mm512_set1_ps(wide[m][2 * i + 1]);
+      const __m512 x_even = _mm512_set1_ps(wide[m][2 * i]);
+      for (int q = 0; q < NP; ++q) {
+        chain[m][q] = _mm512_fmadd_ps(x_odd, odd[q], chain[m][q]);
+        chain[m][q] = _mm512_fmadd_ps(x_even, even[q], chain[m][q]);
+      }
+    }
+  }
+};
+
 }  // namespace
+
+void gemm_bf16_tile_fma(const TileArgs& a) {
+  const FlushDenormals flush;
+  avx512::dispatch<Bf16WideSteps>(a);
+}
 
 void gemm_tile_avx512(const TileArgs& a) {
   if (a.w->storage() == PanelStorage::kBF16) {
