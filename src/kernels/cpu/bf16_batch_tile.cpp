@@ -49,8 +49,8 @@ Choice measure() {
   round_activations_to_bf16(Isa::kAvx512Bf16, x.data(), M, K, xb);
   widen_bf16_activations(xb);
   std::vector<float> y(static_cast<size_t>(M) * N);
-  const TileArgs args{x.data(), K,       M,       K,       &packed, 0, 2, y.data(), N, N,
-                      nullptr,  nullptr, 0,       &xb,     nullptr};
+  const TileArgs args{x.data(), K, M,       K,       &packed, 0,   2,      y.data(),
+                      N,        N, nullptr, nullptr, 0,       &xb, nullptr};
   double dot = std::numeric_limits<double>::infinity(), fma = dot;
   for (int round = 0; round < 6; ++round) {
     dot = best_seconds(gemm_bf16_tile_dot, args, dot);

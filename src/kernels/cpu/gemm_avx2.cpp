@@ -165,6 +165,12 @@ int group_begin(int rows, int groups, int g) {
 }
 
 void dispatch_f32(const TileArgs& a) {
+  // Decode (tile_shape gives one row 4 panels): all panels in one pass, so that 8 FMA chains
+  // rather than 2 hide the FMA latency on the weights that come from cache, and 4 streams are in
+  // flight (llama-110m f32 tg64 on the AVX2 paths, 3 alternating rounds: one panel per pass
+  // 64.9-67.8 tok/s, two 67.9-70.0, four 68.6-71.1).
+  if (a.mr == 1 && a.np == 4) return rows<1, 4 * kHalves, PanelStorage::kF32>(a, a.p, 0, 0);
+  if (a.mr == 1 && a.np == 2) return rows<1, 2 * kHalves, PanelStorage::kF32>(a, a.p, 0, 0);
   const int groups = (a.mr + kAvx2Rows - 1) / kAvx2Rows;
   for (int q = 0; q < a.np; ++q) {
     for (int g = 0; g < groups; ++g) {
