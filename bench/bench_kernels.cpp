@@ -171,6 +171,8 @@ BENCHMARK(BM_GemmQuantized)
     ->Args({8, 16384, 2048, 1})
     ->Args({32, 16384, 2048, 0})
     ->Args({32, 16384, 2048, 1})
+    ->Args({512, 2304, 768, 0})   // llama-110m's qkv
+    ->Args({512, 2048, 8192, 0})  // llama-1b's down projection
     ->Args({512, 3072, 2048, 0})
     ->Args({32, 16384, 2048, 2})
     ->Args({512, 3072, 2048, 1})
