@@ -227,12 +227,15 @@ TEST(Gemm, Bf16BatchesGetTheReferenceBitsFromTheDotAndTheFmaTile) {
   // row tiles of 3 to 6, and one row scaled so that its products and sums fall among the
   // denormals, which both flush.
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "no AVX-512 on this CPU";
-  const Bf16BatchTile before = bf16_batch_tile();
+  struct Restore {  // the process's choice, also when an assertion ends the test early
+    Bf16BatchTile before = bf16_batch_tile();
+    ~Restore() { set_bf16_batch_tile(before); }
+  } restore;
   std::mt19937 rng(11);
   int compared = 0;
   for (const auto& [M, N, K] : {std::tuple{3, 17, 7}, std::tuple{6, 40, 257},
                                 std::tuple{7, 33, 600}, std::tuple{75, 70, 1101}}) {
-    Weights w = random_weights(N, K, DType::kF32, rng);
+    const Weights w = random_weights(N, K, DType::kF32, rng);
     std::vector<uint16_t> bf16;
     for (float v : w.f32) bf16.push_back(f32_to_bf16(v * 0x1p-60f));
     const PackedMatrix packed(WeightMatrix{DType::kBF16, N, K, bf16.data()});
@@ -263,7 +266,6 @@ TEST(Gemm, Bf16BatchesGetTheReferenceBitsFromTheDotAndTheFmaTile) {
     }
     EXPECT_GT(flush_changed, 0) << "no flushed products in row 1 at K=" << K;
   }
-  set_bf16_batch_tile(before);
   EXPECT_GT(compared, 8);
 }
 

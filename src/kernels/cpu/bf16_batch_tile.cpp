@@ -21,7 +21,8 @@ struct Choice {
   std::string how;  // "forced", or the measured time ratio
 };
 
-// Best time of `reps` calls of the tile, over several rounds alternating with the other tile's.
+// The lower of `best` and the time of kCalls calls of the tile (the caller alternates the tiles
+// round by round, so that a noisy moment hits both).
 double best_seconds(void (*tile)(const TileArgs&), const TileArgs& a, double best) {
   constexpr int kCalls = 8;
   const auto t0 = std::chrono::steady_clock::now();

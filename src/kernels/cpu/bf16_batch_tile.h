@@ -1,13 +1,12 @@
-// Which tile multiplies bf16 weights by batches (more than kBf16BatchMinRows activation rows) on a
+// Which tile multiplies bf16 weights by batches (kBf16BatchMinRows activation rows or more) on a
 // CPU with AVX512-BF16. vdpbf16ps does a k pair of 16 outputs per instruction, but some CPUs
 // issue it on one port only, where two f32 FMAs per k pair on activations widened once per product
 // (gemm_bf16_tile_fma) issue on two and finish first: on the 2-vCPU Intel Xeon without AMX,
 // llama-110m bf16 pp512 ran at 955-962 tokens/s with vdpbf16ps and at 1040-1050 with FMAs even
-// before the widening. Elsewhere (AMD Zen 4 runs both at one 512-bit operation per cycle) the dot
-// product is twice the FMAs' work per instruction. Both tiles give the same bits (the FMA tile
-// computes vdpbf16ps's order, with MXCSR's flushing), so the process times both once on a small
-// product that stays in L2 and keeps the faster; decode (1 or 2 rows) keeps vdpbf16ps, which
-// streams the weights as fast.
+// before the widening. Where vdpbf16ps issues as fast as an FMA it does twice the work. Both
+// tiles give the same bits (the FMA tile computes vdpbf16ps's order, with MXCSR's flushing), so
+// the process times both once on a small product that stays in L2 and keeps the faster; decode
+// (1 or 2 rows) keeps vdpbf16ps, which streams the weights as fast.
 #pragma once
 
 #include <string>
