@@ -1,12 +1,14 @@
 #include "kernels/cpu/bf16_batch_tile.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "format/dequant.h"
@@ -71,14 +73,18 @@ Choice initial() {
   return measure();
 }
 
-std::mutex& choice_mutex() {
-  static std::mutex m;
-  return m;
-}
+// The choice is read by every bf16 batch product, so it is an atomic; the mutex guards only the
+// description beside it.
+struct State {
+  std::mutex mutex;
+  std::string how;
+  std::atomic<Bf16BatchTile> tile;
+  explicit State(Choice c) : how(std::move(c.how)), tile(c.tile) {}
+};
 
-Choice& choice() {
-  static Choice c = initial();
-  return c;
+State& state() {
+  static State s(initial());
+  return s;
 }
 
 }  // namespace
@@ -88,18 +94,20 @@ const char* to_string(Bf16BatchTile tile) {
 }
 
 Bf16BatchTile bf16_batch_tile() {
-  const std::lock_guard lock(choice_mutex());
-  return choice().tile;
+  return state().tile.load(std::memory_order_relaxed);
 }
 
 void set_bf16_batch_tile(Bf16BatchTile tile) {
-  const std::lock_guard lock(choice_mutex());
-  choice() = {tile, "forced"};
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  s.tile.store(tile, std::memory_order_relaxed);
+  s.how = "forced";
 }
 
 std::string describe_bf16_batch_tile() {
-  const std::lock_guard lock(choice_mutex());
-  return std::string(to_string(choice().tile)) + " (" + choice().how + ")";
+  State& s = state();
+  const std::lock_guard lock(s.mutex);
+  return std::string(to_string(s.tile.load(std::memory_order_relaxed))) + " (" + s.how + ")";
 }
 
 }  // namespace pagedllm::cpu
