@@ -49,10 +49,11 @@ Weights random_weights(int N, int K, DType dtype, std::mt19937& rng) {
   return w;
 }
 
-// x as the int8 kernels see it: codes times block scales.
-std::vector<float> as_quantized(const std::vector<float>& x, int M, int K) {
+// x as the int8 kernels see it against weights of `dtype`: codes times the scales of blocks of
+// 32 (Q8_0, Q4_0) or 256 (the k-quants).
+std::vector<float> as_quantized(const std::vector<float>& x, int M, int K, DType dtype) {
   QuantizedActivations q;
-  quantize_activations(x.data(), M, K, q);
+  quantize_activations(x.data(), M, K, q, static_cast<int>(block_elements(dtype)));
   std::vector<float> out(x.size());
   for (int m = 0; m < M; ++m) {
     for (int k = 0; k < K; ++k) out[static_cast<size_t>(m * K + k)] = q.scale(m, k) * q.row(m)[k];
@@ -102,7 +103,7 @@ TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
           gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), bias.data());
           // The reference is a real product: compare with a double-precision sum, of the
           // activations as quantized for block-quantized weights and as rounded for bf16.
-          const std::vector<float> xs = is_block_quantized(dtype) ? as_quantized(x, M, K)
+          const std::vector<float> xs = is_block_quantized(dtype) ? as_quantized(x, M, K, dtype)
                                         : dtype == DType::kBF16   ? as_bf16(x)
                                                                   : x;
           for (int m = 0; m < M; ++m) {
@@ -291,7 +292,7 @@ TEST(Gemm, StackedMatricesEqualSeparateOnes) {
 TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
   // As in a Q4_K_M file: Q and K in Q4_K (mins, sub-blocks of 32), V in Q6_K (sub-blocks of 16),
   // fused into one QKV product on the finer sub-block. Q4_K's 32-element sub-blocks then add as
-  // two halves, which may round differently in the last bit; within a format it is exact.
+  // two halves, in integers, so every part gets the bits it gets alone.
   std::mt19937 rng(6);
   const int K = 512;
   const Weights q = random_weights(33, K, DType::kQ4_K, rng),
@@ -316,13 +317,7 @@ TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
         for (int j = 0; j < n; ++j) {
           const float got = y[static_cast<size_t>(m * N + offset + j)];
           const float alone_value = ya[static_cast<size_t>(m * n + j)];
-          if (part == &v) {
-            ASSERT_EQ(got, alone_value)
-                << to_string(isa) << " row " << m << " column " << offset + j;
-          } else {
-            ASSERT_NEAR(got, alone_value, 1e-5f * (1.0f + std::fabs(alone_value)))
-                << to_string(isa) << " row " << m << " column " << offset + j;
-          }
+          ASSERT_EQ(got, alone_value) << to_string(isa) << " row " << m << " column " << offset + j;
         }
       }
       offset += n;
@@ -492,6 +487,75 @@ TEST(Gemm, ExtremeCodesAgainstFullScaleActivationsStayExactOnEveryPath) {
       gemm_packed(isa, x.data(), M, packed, y.data(), nullptr);
       ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
           << to_string(isa) << " " << to_string(matrix.dtype);
+    }
+  }
+}
+
+TEST(Gemm, KQuantFactorsAtTheirExtremesSumExactlyOverASuperBlockOnEveryPath) {
+  // Raw blocks at the limits of gemm.h's integer sums over a 256-k super-block: Q6_K with every
+  // sub-block scale -128 and every code 31 or -32 (|isum| up to 256 * 32 * 127 * 128, about
+  // 2^27.0), Q4_K with scales and mins 63 and codes 15. Also stacked behind a Q8_0 or a Q4_0
+  // matrix, which makes the super-block 32 k with non-unit scales and a code offset of 128 or 8.
+  const int N = 18, K = 512, M = 4;
+  std::vector<float> x(static_cast<size_t>(M) * K);
+  for (int k = 0; k < K; ++k) {
+    x[static_cast<size_t>(k)] = 1.0f;  // every code +127
+    x[static_cast<size_t>(K + k)] = -1.0f;
+    x[static_cast<size_t>(2 * K + k)] = k % 2 ? 1.0f : -1.0f;
+    x[static_cast<size_t>(3 * K + k)] = static_cast<float>(std::sin(0.1 * k));
+  }
+  const uint16_t one = f32_to_f16(1.0f);
+  std::vector<uint8_t> q6(row_bytes(DType::kQ6_K, K) * N), q4k(row_bytes(DType::kQ4_K, K) * N);
+  for (int n = 0; n < N; ++n) {
+    for (int b = 0; b < K / 256; ++b) {
+      uint8_t* block6 = q6.data() + row_bytes(DType::kQ6_K, K) * n + 210 * b;
+      std::memset(block6, n % 2 ? 0x00 : 0xFF, 192);  // codes 0 or 63: -32 or 31
+      std::memset(block6 + 192, 0x80, 16);            // scales -128
+      std::memcpy(block6 + 208, &one, 2);
+      uint8_t* block4 = q4k.data() + row_bytes(DType::kQ4_K, K) * n + 144 * b;
+      std::memcpy(block4, &one, 2);
+      std::memcpy(block4 + 2, &one, 2);
+      std::memset(block4 + 4, 0xFF, 12);                   // scales and mins 63
+      std::memset(block4 + 16, n % 3 ? 0xFF : 0x0F, 128);  // codes 15 (or 15 and 0)
+    }
+  }
+  std::mt19937 rng(12);
+  const Weights q8 = random_weights(N, K, DType::kQ8_0, rng);
+  const Weights q40 = random_weights(N, K, DType::kQ4_0, rng);
+  const WeightMatrix q6_matrix{DType::kQ6_K, N, K, q6.data()};
+  const WeightMatrix q4k_matrix{DType::kQ4_K, N, K, q4k.data()};
+  const std::vector<std::vector<const WeightMatrix*>> stacks = {{&q6_matrix},
+                                                                {&q4k_matrix},
+                                                                {&q8.matrix, &q6_matrix},
+                                                                {&q40.matrix, &q4k_matrix},
+                                                                {&q4k_matrix, &q6_matrix}};
+  for (const auto& stack : stacks) {
+    const PackedMatrix packed(stack);
+    const int rows = packed.rows();
+    std::vector<float> ref(static_cast<size_t>(M) * rows);
+    gemm_packed(Isa::kGeneric, x.data(), M, packed, ref.data(), nullptr);
+    if (stack.size() == 1) {
+      // The whole sums against the dequantized weights (the activation codes are exact here
+      // for rows 0-2, so only the float steps round).
+      std::vector<float> w(K);
+      for (int j = 0; j < rows; ++j) {
+        dequantize_row(stack[0]->dtype, stack[0]->row(j), w.data(), K);
+        for (int m = 0; m < 3; ++m) {
+          double s = 0.0;
+          for (int k = 0; k < K; ++k) s += double{x[static_cast<size_t>(m * K + k)]} * w[k];
+          ASSERT_NEAR(ref[static_cast<size_t>(m * rows + j)], s, 1e-5 * (1 + std::fabs(s)))
+              << to_string(stack[0]->dtype) << " row " << m << " output " << j;
+        }
+      }
+    }
+    for (Isa isa : supported_paths()) {
+      for (int m : {1, M}) {  // decode and batch tiles
+        std::vector<float> y(static_cast<size_t>(m) * rows, -7.0f);
+        gemm_packed(isa, x.data(), m, packed, y.data(), nullptr);
+        ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
+            << to_string(isa) << " " << to_string(stack.back()->dtype) << " of " << stack.size()
+            << " M=" << m;
+      }
     }
   }
 }

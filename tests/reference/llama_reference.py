@@ -65,7 +65,8 @@ def read_gguf(path):
         count = int(np.prod(dims))
         raw = memoryview(data)[start + offset:]
         values = dequantize(raw, ggml_type, count).reshape(list(reversed(dims)))
-        tensors[name] = (QuantizedMatrix(values) if ggml_type in BLOCK_TYPES
+        block = 256 if ggml_type in K_QUANT_TYPES else 32
+        tensors[name] = (QuantizedMatrix(values, block) if ggml_type in BLOCK_TYPES
                          else Bf16Matrix(values) if ggml_type == 30 and len(dims) == 2 else values)
     return meta, tensors
 
@@ -73,17 +74,22 @@ def read_gguf(path):
 BLOCK_TYPES = (2, 8, 12, 13, 14)  # Q4_0, Q8_0, Q4_K, Q5_K, Q6_K
 
 
+K_QUANT_TYPES = (12, 13, 14)  # Q4_K, Q5_K, Q6_K: 256-element super-blocks
+
+
 class QuantizedMatrix:
     """A block-quantized weight: products with it see activations quantized as the engine's int8
-    kernels quantize them (per 32 elements, scale max|x| / 127, round to nearest even, in f32)."""
+    kernels quantize them (per weight super-block: 32 elements for Q4_0 and Q8_0, 256 for the
+    k-quants; scale max|x| / 127, round to nearest even, in f32)."""
 
-    def __init__(self, values):
+    def __init__(self, values, block=32):
         self.values = values
+        self.block = block
 
 
-def quantize_activations(x):
+def quantize_activations(x, block=32):
     x32 = x.astype(np.float32)
-    blocks = x32.reshape(x32.shape[:-1] + (x32.shape[-1] // 32, 32))
+    blocks = x32.reshape(x32.shape[:-1] + (x32.shape[-1] // block, block))
     scale = np.abs(blocks).max(axis=-1, keepdims=True) / np.float32(127)
     with np.errstate(divide="ignore"):
         inverse = np.where(scale != 0, np.float32(1) / scale, np.float32(0)).astype(np.float32)
@@ -109,7 +115,7 @@ def round_to_bf16(x):
 def mm(x, m):
     """x @ m.T for a weight matrix m, plain, bf16 or block-quantized."""
     if isinstance(m, QuantizedMatrix):
-        return quantize_activations(x) @ m.values.T
+        return quantize_activations(x, m.block) @ m.values.T
     if isinstance(m, Bf16Matrix):
         return round_to_bf16(x) @ m.values.T
     return x @ m.T

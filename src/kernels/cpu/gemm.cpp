@@ -91,18 +91,21 @@ void float_tile_generic(const TileArgs& a) {
 // Output j of panel p for activation row `row`, in the order gemm.h gives for int8 weights.
 float int8_output_generic(const PackedMatrix& w, int p, int j, const QuantizedActivations& xq,
                           int row) {
-  const int B = w.quant_block();
+  const int B = w.quant_block(), subs = w.sub_blocks_per_super();
   const int8_t* x = xq.row(row);
   float total = 0.0f;
-  for (int b = 0; b < (w.cols() >> w.quant_shift()); ++b) {
-    int32_t dot = 0;
-    for (int k = b * B; k < (b + 1) * B; ++k) {
-      dot += w.code(p, k, j) * x[k];
+  for (int s = 0; s < (w.cols() >> w.super_shift()); ++s) {
+    int32_t isum = 0, imin = 0;
+    for (int b = s * subs; b < (s + 1) * subs; ++b) {
+      int32_t dot = 0;
+      for (int k = b * B; k < (b + 1) * B; ++k) dot += w.code(p, k, j) * x[k];
+      const int32_t xsum = xq.sum(row, b * B, B);
+      isum += w.sub_scale(p, b, j) * (dot - w.code_offset() * xsum);
+      imin += w.sub_min(p, b, j) * xsum;
     }
-    const int32_t xsum = xq.sum(row, b * B, B);
-    const float x_scale = xq.scale(row, b * B);
-    float t = w.scale(p, b, j) * (x_scale * static_cast<float>(dot - w.code_offset() * xsum));
-    if (w.has_mins()) t = t - w.min(p, b, j) * (x_scale * static_cast<float>(xsum));
+    const float x_scale = xq.scale(row, s << w.super_shift());
+    float t = w.super_scale(p, s, j) * (x_scale * static_cast<float>(isum));
+    if (w.has_mins()) t = t - w.super_min(p, s, j) * (x_scale * static_cast<float>(imin));
     total += t;
   }
   return total;
@@ -176,7 +179,8 @@ static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
 TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile == gemm_tile_avx2 && storage == PanelStorage::kF32 && M == 1) return {1, 4};  // decode
-  if (tile == gemm_tile_avx2 || tile == gemm_int8_tile_avx2) return {kAvx2Rows, 2};
+  if (tile == gemm_tile_avx2) return {kAvx2Rows, 2};
+  if (tile == gemm_int8_tile_avx2) return {kAvx2Int8Rows, 2};
   if (tile == gemm_int8_tile_vnni) return {kVnniRows, 2};
   if (tile == gemm_bf16_tile_dot || tile == gemm_bf16_tile_fma) return {kBf16DotRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
@@ -196,21 +200,26 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
 }  // namespace
 
 void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivations& xq, int M) {
-  const int B = w.quant_block();
-  sub_blocks = w.cols() >> w.quant_shift();
-  const size_t n = static_cast<size_t>(M) * static_cast<size_t>(sub_blocks);
+  const int B = w.quant_block(), subs = w.sub_blocks_per_super();
+  super_blocks = w.cols() >> w.super_shift();
+  pairs = (subs + 1) / 2;
+  const size_t n = static_cast<size_t>(M) * static_cast<size_t>(super_blocks);
   xsum.resize(n);
-  correction.resize(n);
   x_scale.resize(n);
-  min_factor.resize(n);
+  xsum_pairs.resize(n * static_cast<size_t>(pairs));
+  // A sub-block's xsum is at most 32 * 127 in magnitude, so it fits an int16 half.
+  const auto half = [](int32_t v) { return static_cast<uint32_t>(static_cast<uint16_t>(v)); };
   for (int m = 0; m < M; ++m) {
-    for (int b = 0; b < sub_blocks; ++b) {
-      const int32_t sum = xq.sum(m, b * B, B);
-      const float xs = xq.scale(m, b * B);
-      xsum[at(m, b)] = sum;
-      correction[at(m, b)] = w.code_offset() * sum;
-      x_scale[at(m, b)] = xs;
-      min_factor[at(m, b)] = xs * static_cast<float>(sum);
+    for (int s = 0; s < super_blocks; ++s) {
+      const int k0 = s << w.super_shift();
+      xsum[at(m, s)] = xq.sum(m, k0, subs * B);
+      x_scale[at(m, s)] = xq.scale(m, k0);
+      int32_t* out = xsum_pairs.data() + at(m, s) * static_cast<size_t>(pairs);
+      for (int i = 0; i < pairs; ++i) {
+        const int32_t even = xq.sum(m, k0 + 2 * i * B, B);
+        const int32_t odd = 2 * i + 1 < subs ? xq.sum(m, k0 + (2 * i + 1) * B, B) : 0;
+        out[i] = static_cast<int32_t>(half(even) | half(odd) << 16);
+      }
     }
   }
 }
@@ -233,7 +242,8 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   // from several engine threads.
   thread_local QuantizedActivations xq;
   thread_local Bf16Activations xb;
-  if (w.storage() == PanelStorage::kInt8) quantize_activations(isa, x, M, w.cols(), xq);
+  if (w.storage() == PanelStorage::kInt8)
+    quantize_activations(isa, x, M, w.cols(), xq, 1 << w.super_shift());
   if (w.storage() == PanelStorage::kBF16) {
     round_activations_to_bf16(isa, x, M, w.cols(), xb);
     if ((tile == gemm_tile_avx2 && M > 2) || tile == gemm_bf16_tile_fma) widen_bf16_activations(xb);

@@ -15,10 +15,16 @@
 // without it set MXCSR's FTZ and DAZ for their tile.
 //
 // Block-quantized weights (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K). As llama.cpp does, each activation
-// row is quantized per 32 (quantized_activations.h) and each weight sub-block contributes
-//   t = w_scale * (x_scale * float(dot - offset * xsum)) - w_min * (x_scale * float(xsum))
-// where dot is the exact integer dot product of the stored u8 codes and the activation codes
-// over the sub-block and xsum is the sum of those activation codes; the t are added in k order.
+// row is quantized per weight super-block (quantized_activations.h: 32 values for Q8_0 and Q4_0,
+// 256 for the k-quants, whose sub-block factors are small integers), and each super-block s
+// contributes, with x_scale its activation scale, d and dmin its f16 factors and sc_j, mn_j its
+// sub-blocks' integer factors,
+//   isum = sum_j sc_j * (dot_j - offset * xsum_j),   imin = sum_j mn_j * xsum_j
+//   t = d * (x_scale * float(isum)) - dmin * (x_scale * float(imin))
+// where dot_j is the exact integer dot product of the stored u8 codes and the activation codes
+// over sub-block j and xsum_j is the sum of those activation codes; the t are added in k order.
+// isum and imin are exact in int32 (|isum| < 2^28 at 256 k), so a path may form them in any order:
+// the float work is once per super-block, not once per 16 or 32 k.
 //
 // No path changes these orders with M, the tile shape or the ISA, so results are bit-identical
 // across batch sizes and between the generic, AVX2 and AVX-512 paths.
@@ -44,6 +50,8 @@ constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
 // The AVX2 tile: up to 6 rows of one panel (f32) or half panel (bf16) per pass (gemm_avx2.cpp),
 // 2 panels per tile.
 constexpr int kAvx2Rows = 6;
+// The AVX2 int8 tile: up to 8 rows of a half panel per pass (gemm_int8_avx2.cpp).
+constexpr int kAvx2Int8Rows = 8;
 // The VNNI int8 tile: up to 6 rows per pass (gemm_int8_vnni.cpp), so that a verify step of
 // 1 + 4 or 1 + 5 tokens reads each weight panel in one pass, not as row tiles of 3 and 2.
 constexpr int kVnniRows = 6;
@@ -58,16 +66,22 @@ void gemm_packed(const float* x, int M, const PackedMatrix& w, float* y,
 void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y,
                  const float* bias);
 
-// Per activation row and weight sub-block, the factors of the int8 term (see above) that do
-// not depend on the output: xsum, code_offset * xsum, x_scale and x_scale * float(xsum). Computed
-// once per product for the AVX2, VNNI and AMX tiles, rather than in every panel group.
+// Per activation row and weight super-block, the activation factors of the int8 terms (see
+// above): x_scale, xsum over the super-block, and the sub-blocks' xsum_j as int16 pairs (xsum_2i
+// in the low half, xsum_2i+1 in the high half, 0 past the last sub-block) for the kernels'
+// pairwise products with the weights' sub-block factors. Computed once per product for the
+// AVX2, VNNI and AMX tiles, rather than in every panel group.
 struct SubBlockRowFactors {
-  int sub_blocks = 0;
-  std::vector<int32_t> xsum, correction;  // [M][sub_blocks]
-  std::vector<float> x_scale, min_factor;
+  int super_blocks = 0, pairs = 0;  // pairs per super-block
+  std::vector<int32_t> xsum;        // [M][super_blocks]
+  std::vector<float> x_scale;       // [M][super_blocks]
+  std::vector<int32_t> xsum_pairs;  // [M][super_blocks][pairs]
   void compute(const PackedMatrix& w, const QuantizedActivations& xq, int M);
-  size_t at(int row, int b) const {
-    return static_cast<size_t>(row) * static_cast<size_t>(sub_blocks) + static_cast<size_t>(b);
+  size_t at(int row, int s) const {
+    return static_cast<size_t>(row) * static_cast<size_t>(super_blocks) + static_cast<size_t>(s);
+  }
+  const int32_t* pairs_at(int row, int s) const {
+    return xsum_pairs.data() + at(row, s) * static_cast<size_t>(pairs);
   }
 };
 

@@ -120,23 +120,37 @@ void configure(int rows, int block, int panels) {
   loaded = {rows, block, panels};
 }
 
-template <int NP, bool kMins, int kBits>
+template <int NP, bool kMins, int kBits, bool kUnit>
 void tile(const TileArgs& a) {
   const PackedMatrix& w = *a.w;
-  const int block = w.quant_block();
-  const int super_step = w.super_shift() - w.quant_shift();
+  const int block = w.quant_block(), subs = w.sub_blocks_per_super();
   const int sub_blocks = a.K >> w.quant_shift();
   configure(a.mr, block, NP);
   alignas(64) float total[kMaxRows][NP][16];
   std::memset(total, 0, sizeof total);
   alignas(64) int32_t dots[2][NP][kMaxRows][16];  // by parity
+  // The super-block's sum of scale * dot so far (unit scales: one sub-block per super-block).
+  alignas(64) int32_t isum[kMaxRows][NP][16];
   const auto add_terms = [&](int b) {
-    const int8::SubBlockFactors<NP, kMins> factors(w, a.p, b, super_step);
+    if constexpr (!kUnit) {
+      __m512i scale[NP];
+      for (int q = 0; q < NP; ++q) scale[q] = int8::sub_scales(w, a.p + q, b);
+      for (int m = 0; m < a.mr; ++m) {
+        for (int q = 0; q < NP; ++q) {
+          __m512i sum = _mm512_mullo_epi32(_mm512_load_si512(dots[b % 2][q][m]), scale[q]);
+          if (b % subs != 0) sum = _mm512_add_epi32(_mm512_load_si512(isum[m][q]), sum);
+          _mm512_store_si512(isum[m][q], sum);
+        }
+      }
+      if (b % subs != subs - 1) return;
+    }
+    const int s = b / subs;
+    const int8::SuperBlockFactors<NP, kMins, kUnit> factors(w, a.p, s, a.xf->pairs);
     for (int m = 0; m < a.mr; ++m) {
-      const int8::RowFactors x(*a.xf, a.m0 + m, b);
       for (int q = 0; q < NP; ++q) {
-        const __m512 t = int8::sub_block_term<kMins>(_mm512_load_si512(dots[b % 2][q][m]), x,
-                                                     factors.scale[q], factors.min[q]);
+        const __m512i sum = _mm512_load_si512(kUnit ? dots[b % 2][q][m] : isum[m][q]);
+        const __m512 t =
+            int8::super_block_term(sum, factors, q, *a.xf, a.m0 + m, s, w.code_offset());
         _mm512_store_ps(total[m][q], _mm512_add_ps(_mm512_load_ps(total[m][q]), t));
       }
     }
@@ -230,11 +244,12 @@ const char* amx_int8_self_test() {
 
 void gemm_int8_tile_amx(const TileArgs& a) {
   with_int8_shape(*a.w, [&](auto mins, auto bits) {
-    if (a.np == 2) {
-      tile<2, mins.value, bits.value>(a);
-    } else {
-      tile<1, mins.value, bits.value>(a);
+    if (!mins.value && a.w->unit_sub_scales()) {
+      if (a.np == 2) return tile<2, false, bits.value, true>(a);
+      return tile<1, false, bits.value, true>(a);
     }
+    if (a.np == 2) return tile<2, mins.value, bits.value, false>(a);
+    tile<1, mins.value, bits.value, false>(a);
   });
 }
 

@@ -1,6 +1,6 @@
 // Pieces shared by the AVX-512 int8 tiles (VNNI and AMX): the code unpacking of PackedMatrix's
-// 4- and 6-bit panels and the per-sub-block float epilogue of gemm.h. Include only from files
-// compiled with AVX-512 F/BW/VL.
+// 4- and 6-bit panels, the sub-block scales and the per-super-block epilogue of gemm.h. Include
+// only from files compiled with AVX-512 F/BW/VL.
 #pragma once
 
 #include <immintrin.h>
@@ -9,6 +9,12 @@
 #include <type_traits>
 
 #include "kernels/cpu/gemm.h"
+
+// The super-block factors fill their pair arrays up to a count known only at run time, and the
+// epilogue reads the same count: g++ 12 cannot see that and reports every read.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace pagedllm::cpu::int8 {
 
@@ -35,57 +41,96 @@ inline void unpack_six_bits(const uint8_t* chunk, __m512i (&codes)[4]) {
   codes[3] = join(_mm512_srli_epi16(n1, 4), _mm512_srli_epi16(h, 2));
 }
 
-// Sub-block b's 16 scales (or mins) of a panel: f16 super-block factor times int8 (or u8)
-// sub-block factor, the same exact f32 products as PackedMatrix::scale().
-template <typename Factor>
-inline __m512 factored(const uint16_t* super, const Factor* sub, int b, int super_step) {
+// Sub-block b's 16 integer scales of a panel, as int32.
+inline __m512i sub_scales(const PackedMatrix& w, int p, int b) {
   // The factor streams are prefetched too, 8 sub-blocks ahead (about as far as the codes).
+  const int8_t* sub = w.sub_scale_panel(p);
   _mm_prefetch(reinterpret_cast<const char*>(sub + (b + 8) * 16), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(super + ((b + 8) >> super_step) * 16), _MM_HINT_T0);
-  const __m128i f = _mm_load_si128(reinterpret_cast<const __m128i*>(sub + b * 16));
-  // The zero-masked forms: the unmasked ones trip g++ 12's -Wmaybe-uninitialized.
-  const __m512i wide = std::is_signed_v<Factor> ? _mm512_maskz_cvtepi8_epi32(0xFFFF, f)
-                                                : _mm512_maskz_cvtepu8_epi32(0xFFFF, f);
-  const __m256i d =
-      _mm256_load_si256(reinterpret_cast<const __m256i*>(super + (b >> super_step) * 16));
-  return _mm512_mul_ps(_mm512_maskz_cvtph_ps(0xFFFF, d), _mm512_maskz_cvtepi32_ps(0xFFFF, wide));
+  // The zero-masked form: the unmasked one trips g++ 12's -Wmaybe-uninitialized.
+  return _mm512_maskz_cvtepi8_epi32(0xFFFF,
+                                    _mm_load_si128(reinterpret_cast<const __m128i*>(sub + b * 16)));
 }
 
-// Sub-block b's weight factors for panels [p, p + NP): scales, and mins where kMins.
-template <int NP, bool kMins>
-struct SubBlockFactors {
-  __m512 scale[NP], min[NP];
-  SubBlockFactors(const PackedMatrix& w, int p, int b, int super_step) {
+// Sub-blocks b and b + 1's factors of a panel's 16 outputs as int16 pairs (b + 1's 0 without
+// `second`), what vpmaddwd multiplies a row's xsum pairs by.
+template <typename Factor>
+inline __m512i adjacent_factors(const Factor* sub, int b, bool second) {
+  const __m128i f0 = _mm_load_si128(reinterpret_cast<const __m128i*>(sub + b * 16));
+  const __m128i f1 = second ? _mm_load_si128(reinterpret_cast<const __m128i*>(sub + (b + 1) * 16))
+                            : _mm_setzero_si128();
+  const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi8(f0, f1), _mm_unpacklo_epi8(f0, f1));
+  return std::is_signed_v<Factor> ? _mm512_maskz_cvtepi8_epi16(0xFFFFFFFF, pairs)
+                                  : _mm512_maskz_cvtepu8_epi16(0xFFFFFFFF, pairs);
+}
+
+// Super-block s's 16 f16 factors (d or dmin) of a panel, as f32.
+inline __m512 super_factor(const uint16_t* super, int s) {
+  _mm_prefetch(reinterpret_cast<const char*>(super + (s + 2) * 16), _MM_HINT_T0);
+  return _mm512_maskz_cvtph_ps(0xFFFF,
+                               _mm256_load_si256(reinterpret_cast<const __m256i*>(super + s * 16)));
+}
+
+// Super-block s's weight factors for panels [p, p + NP), as the epilogue takes them: d, dmin,
+// and per sub-block pair the scales times -code_offset (the offset term; not where kUnit) and
+// the mins, as int16 pairs.
+template <int NP, bool kMins, bool kUnit>
+struct SuperBlockFactors {
+  static constexpr int kMaxPairs = 8;  // 16 sub-blocks of 16 in a 256-k super-block
+  __m512 d[NP], dmin[NP];
+  __m512i offset_scales[NP][kMaxPairs], mins[NP][kMaxPairs];
+  SuperBlockFactors(const PackedMatrix& w, int p, int s, int pairs) {
+    const int subs = w.sub_blocks_per_super(), b0 = s * subs;
+    const __m512i offset = _mm512_set1_epi16(static_cast<int16_t>(-w.code_offset()));
     for (int q = 0; q < NP; ++q) {
-      scale[q] = factored(w.super_scale_panel(p + q), w.sub_scale_panel(p + q), b, super_step);
-      if constexpr (kMins) {
-        min[q] = factored(w.super_min_panel(p + q), w.sub_min_panel(p + q), b, super_step);
-      } else {
-        min[q] = _mm512_setzero_ps();
+      d[q] = super_factor(w.super_scale_panel(p + q), s);
+      dmin[q] = kMins ? super_factor(w.super_min_panel(p + q), s) : _mm512_setzero_ps();
+      if constexpr (kMins)
+        _mm_prefetch(reinterpret_cast<const char*>(w.sub_min_panel(p + q) + (b0 + 2 * subs) * 16),
+                     _MM_HINT_T0);
+      for (int i = 0; i < pairs; ++i) {
+        const int b = b0 + 2 * i;
+        const bool second = 2 * i + 1 < subs;
+        // |scale * offset| <= 128 * 128: an int16.
+        if constexpr (!kUnit)
+          offset_scales[q][i] =
+              _mm512_mullo_epi16(adjacent_factors(w.sub_scale_panel(p + q), b, second), offset);
+        if constexpr (kMins) mins[q][i] = adjacent_factors(w.sub_min_panel(p + q), b, second);
       }
     }
   }
 };
 
-// One activation row's factors for sub-block b (gemm.h's SubBlockRowFactors), broadcast.
-struct RowFactors {
-  __m512i correction;  // code_offset * xsum
-  __m512 x_scale, min_factor;
-  RowFactors(const SubBlockRowFactors& f, int row, int b) {
-    const size_t i = f.at(row, b);
-    correction = _mm512_set1_epi32(f.correction[i]);
-    x_scale = _mm512_set1_ps(f.x_scale[i]);
-    min_factor = _mm512_set1_ps(f.min_factor[i]);
-  }
-};
+// Sum over a super-block's sub-block pairs of factors (int16 pairs per output) times the row's
+// xsum pairs: exact int32 per output.
+inline __m512i pair_products(const __m512i* factors, const int32_t* xsum_pairs, int pairs) {
+  __m512i sum = _mm512_setzero_si512();
+  for (int i = 0; i < pairs; ++i)
+    sum = _mm512_add_epi32(sum, _mm512_madd_epi16(factors[i], _mm512_set1_epi32(xsum_pairs[i])));
+  return sum;
+}
 
-// The sub-block's term t of gemm.h for 16 outputs, from their exact integer dot products.
-template <bool kMins>
-inline __m512 sub_block_term(__m512i dot, const RowFactors& x, __m512 scale, __m512 min) {
-  // The zero-masked form: the unmasked one trips g++ 12's -Wmaybe-uninitialized.
-  const __m512 d = _mm512_maskz_cvtepi32_ps(0xFFFF, _mm512_sub_epi32(dot, x.correction));
-  __m512 t = _mm512_mul_ps(scale, _mm512_mul_ps(x.x_scale, d));
-  if constexpr (kMins) t = _mm512_sub_ps(t, _mm512_mul_ps(min, x.min_factor));
+// The super-block's term t of gemm.h for 16 outputs of panel q, from the sum over its sub-blocks
+// of scale * dot (isum before the offset term).
+template <int NP, bool kMins, bool kUnit>
+inline __m512 super_block_term(__m512i isum, const SuperBlockFactors<NP, kMins, kUnit>& f, int q,
+                               const SubBlockRowFactors& xf, int row, int s, int offset) {
+  const size_t i = xf.at(row, s);
+  const int32_t* xsum_pairs = xf.pairs_at(row, s);
+  if constexpr (kUnit) {
+    isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(offset * xf.xsum[i]));
+  } else {
+    if (offset)
+      isum = _mm512_add_epi32(isum, pair_products(f.offset_scales[q], xsum_pairs, xf.pairs));
+  }
+  const __m512 x_scale = _mm512_set1_ps(xf.x_scale[i]);
+  // The zero-masked forms: the unmasked ones trip g++ 12's -Wmaybe-uninitialized.
+  __m512 t = _mm512_mul_ps(f.d[q], _mm512_mul_ps(x_scale, _mm512_maskz_cvtepi32_ps(0xFFFF, isum)));
+  if constexpr (kMins) {
+    const __m512i imin = pair_products(f.mins[q], xsum_pairs, xf.pairs);
+    t = _mm512_sub_ps(
+        t,
+        _mm512_mul_ps(f.dmin[q], _mm512_mul_ps(x_scale, _mm512_maskz_cvtepi32_ps(0xFFFF, imin))));
+  }
   return t;
 }
 

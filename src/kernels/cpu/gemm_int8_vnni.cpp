@@ -1,7 +1,8 @@
 // AVX-512 VNNI tile for block-quantized weights (compiled with -mavx512vnni; called only when
 // the CPU has it). One vpdpbusd multiplies a panel's u8 codes for 4 consecutive k of 16 outputs
 // by 4 broadcast activation codes: 64 exact products per instruction, against 16 for an f32
-// FMA. The float epilogue per sub-block follows gemm.h's order exactly.
+// FMA. Each sub-block's dot products are multiplied by its integer scales (vpmulld) into the
+// super-block's exact sum, and the float epilogue per super-block follows gemm.h's order exactly.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -26,17 +27,19 @@ inline void dot_group(const QuantizedActivations& xq, int m0, int k, const __m51
   }
 }
 
-template <int MR, int NP, bool kMins, int kBits>
+template <int MR, int NP, bool kMins, int kBits, bool kUnit>
 void tile(const TileArgs& a) {
   const PackedMatrix& w = *a.w;
   const QuantizedActivations& xq = *a.xq;
   const int B = w.quant_block();
   const int sub_blocks = a.K >> w.quant_shift();
-  const int super_step = w.super_shift() - w.quant_shift();
+  const int subs = w.sub_blocks_per_super();
   __m512 total[MR][NP];
   for (int m = 0; m < MR; ++m) {
     for (int q = 0; q < NP; ++q) total[m][q] = _mm512_setzero_ps();
   }
+  // The super-block's sum of scale * dot so far (in L1: registers are the dot products').
+  alignas(64) int32_t isum[MR][NP][16] = {};
   for (int b = 0; b < sub_blocks; ++b) {
     const int k0 = b * B;
     // Few rows leave vpdpbusd's latency exposed: alternate k-groups between two accumulator
@@ -94,13 +97,27 @@ void tile(const TileArgs& a) {
         for (int q = 0; q < NP; ++q) dot[0][m][q] = _mm512_add_epi32(dot[0][m][q], dot[1][m][q]);
       }
     }
-    const int8::SubBlockFactors<NP, kMins> factors(w, a.p, b, super_step);
+    // Unit scales come with one sub-block per super-block: its dot is the super-block's isum.
+    if constexpr (!kUnit) {
+      __m512i scale[NP];
+      for (int q = 0; q < NP; ++q) scale[q] = int8::sub_scales(w, a.p + q, b);
+      for (int m = 0; m < MR; ++m) {
+        for (int q = 0; q < NP; ++q) {
+          const __m512i scaled = _mm512_mullo_epi32(dot[0][m][q], scale[q]);
+          dot[0][m][q] =
+              b % subs == 0 ? scaled : _mm512_add_epi32(_mm512_load_si512(isum[m][q]), scaled);
+          _mm512_store_si512(isum[m][q], dot[0][m][q]);
+        }
+      }
+      if (b % subs != subs - 1) continue;
+    }
+    const int s = b / subs;
+    const int8::SuperBlockFactors<NP, kMins, kUnit> factors(w, a.p, s, a.xf->pairs);
     for (int m = 0; m < MR; ++m) {
-      const int8::RowFactors x(*a.xf, a.m0 + m, b);
       for (int q = 0; q < NP; ++q) {
         total[m][q] = _mm512_add_ps(
             total[m][q],
-            int8::sub_block_term<kMins>(dot[0][m][q], x, factors.scale[q], factors.min[q]));
+            int8::super_block_term(dot[0][m][q], factors, q, *a.xf, a.m0 + m, s, w.code_offset()));
       }
     }
   }
@@ -109,7 +126,7 @@ void tile(const TileArgs& a) {
   }
 }
 
-template <bool kMins, int kBits>
+template <bool kMins, int kBits, bool kUnit>
 void dispatch(const TileArgs& a) {
   const bool two = a.np == 2;
   switch (a.mr) {
@@ -119,30 +136,36 @@ void dispatch(const TileArgs& a) {
       // 264-279 -> 297-320 tokens/s; q8_0 unchanged).
       TileArgs one = a;
       one.np = 1;
-      for (int q = 0; q < a.np; ++q, ++one.p) tile<1, 1, kMins, kBits>(one);
+      for (int q = 0; q < a.np; ++q, ++one.p) tile<1, 1, kMins, kBits, kUnit>(one);
       return;
     }
     case 2:
-      return two ? tile<2, 2, kMins, kBits>(a) : tile<2, 1, kMins, kBits>(a);
+      return two ? tile<2, 2, kMins, kBits, kUnit>(a) : tile<2, 1, kMins, kBits, kUnit>(a);
     case 3:
-      return two ? tile<3, 2, kMins, kBits>(a) : tile<3, 1, kMins, kBits>(a);
+      return two ? tile<3, 2, kMins, kBits, kUnit>(a) : tile<3, 1, kMins, kBits, kUnit>(a);
     case 4:
-      return two ? tile<4, 2, kMins, kBits>(a) : tile<4, 1, kMins, kBits>(a);
+      return two ? tile<4, 2, kMins, kBits, kUnit>(a) : tile<4, 1, kMins, kBits, kUnit>(a);
     case 5:
-      return two ? tile<5, 2, kMins, kBits>(a) : tile<5, 1, kMins, kBits>(a);
+      return two ? tile<5, 2, kMins, kBits, kUnit>(a) : tile<5, 1, kMins, kBits, kUnit>(a);
     default:
       static_assert(kVnniRows == 6, "one case per row count");
       // 6-bit codes unpack into 4 registers a panel, so 6 rows of 2 panels spill a little,
       // still faster than two passes of 3 rows (Q6_K, M = 6, N = 16384, K = 2048, medians of
       // 3: 1.17 ms against 1.27).
-      return two ? tile<6, 2, kMins, kBits>(a) : tile<6, 1, kMins, kBits>(a);
+      return two ? tile<6, 2, kMins, kBits, kUnit>(a) : tile<6, 1, kMins, kBits, kUnit>(a);
   }
 }
 
 }  // namespace
 
 void gemm_int8_tile_vnni(const TileArgs& a) {
-  with_int8_shape(*a.w, [&](auto mins, auto bits) { dispatch<mins.value, bits.value>(a); });
+  with_int8_shape(*a.w, [&](auto mins, auto bits) {
+    if (!mins.value && a.w->unit_sub_scales()) {
+      dispatch<false, bits.value, true>(a);
+    } else {
+      dispatch<mins.value, bits.value, false>(a);
+    }
+  });
 }
 
 }  // namespace pagedllm::cpu

@@ -53,7 +53,7 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   cols_ = stacked[0]->cols;
   storage_ = storage_of(stacked[0]->dtype);
   std::vector<std::pair<const WeightMatrix*, int>> row_source;  // global row -> (matrix, row)
-  bool any_mins = false;
+  bool any_mins = false, unit_sub_scales = true;
   int quant_block = 32, super_block = 256, max_stored_code = 0;
   for (const WeightMatrix* m : stacked) {
     if (m->cols != cols_ || storage_of(m->dtype) != storage_) {
@@ -63,6 +63,8 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
       if (m->cols % block_elements(m->dtype) != 0)
         throw std::invalid_argument("quantized rows must hold whole blocks");
       any_mins = any_mins || pagedllm::has_mins(m->dtype);
+      // Q8_0 and Q4_0 have one sub-block of factor 1 per block; the k-quants have several.
+      unit_sub_scales = unit_sub_scales && sub_block_elements(m->dtype) == block_elements(m->dtype);
       code_offset_ = std::max(code_offset_, -min_code(m->dtype));
       quant_block = std::min(quant_block, sub_block_elements(m->dtype));
       super_block = std::min(super_block, static_cast<int>(block_elements(m->dtype)));
@@ -77,6 +79,7 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   super_shift_ = super_block == 256 ? 8 : 5;
   rows_ = static_cast<int>(row_source.size());
   if (storage_ == PanelStorage::kInt8) {
+    unit_sub_scales_ = unit_sub_scales && !any_mins;
     code_bits_ = max_stored_code <= 15 ? 4 : max_stored_code <= 63 ? 6 : 8;
   }
   element_size_ = storage_ == PanelStorage::kF32    ? 32
@@ -124,17 +127,29 @@ void PackedMatrix::pack_factors(int n, const WeightMatrix& w, int source_row) {
   }
 }
 
+float PackedMatrix::super_scale(int p, int s, int j) const {
+  return f16_to_f32(super_scale_panel(p)[static_cast<size_t>(s) * kPanel + j]);
+}
+
+float PackedMatrix::super_min(int p, int s, int j) const {
+  return has_mins() ? f16_to_f32(super_min_panel(p)[static_cast<size_t>(s) * kPanel + j]) : 0.0f;
+}
+
+int PackedMatrix::sub_scale(int p, int b, int j) const {
+  return sub_scale_panel(p)[static_cast<size_t>(b) * kPanel + j];
+}
+
+int PackedMatrix::sub_min(int p, int b, int j) const {
+  return has_mins() ? sub_min_panel(p)[static_cast<size_t>(b) * kPanel + j] : 0;
+}
+
 float PackedMatrix::scale(int p, int b, int j) const {
-  const size_t i = static_cast<size_t>(b >> (super_shift_ - quant_shift_)) * kPanel + j;
-  return f16_to_f32(super_scale_panel(p)[i]) *
-         static_cast<float>(sub_scale_panel(p)[static_cast<size_t>(b) * kPanel + j]);
+  return super_scale(p, b >> (super_shift_ - quant_shift_), j) *
+         static_cast<float>(sub_scale(p, b, j));
 }
 
 float PackedMatrix::min(int p, int b, int j) const {
-  if (!has_mins()) return 0.0f;
-  const size_t i = static_cast<size_t>(b >> (super_shift_ - quant_shift_)) * kPanel + j;
-  return f16_to_f32(super_min_panel(p)[i]) *
-         static_cast<float>(sub_min_panel(p)[static_cast<size_t>(b) * kPanel + j]);
+  return super_min(p, b >> (super_shift_ - quant_shift_), j) * static_cast<float>(sub_min(p, b, j));
 }
 
 namespace {

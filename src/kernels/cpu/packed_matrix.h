@@ -79,7 +79,17 @@ class PackedMatrix {
     return sub_mins_ ? sub_mins_.get() + sub_offset(p) : nullptr;
   }
   bool has_mins() const { return sub_mins_ != nullptr; }
-  // Scale and min of sub-block b, output j of panel p, as the kernels compute them.
+  int sub_blocks_per_super() const { return 1 << (super_shift_ - quant_shift_); }
+  // Every sub-block factor is 1 and there are no mins (Q8_0 and Q4_0 alone): the kernels skip
+  // the integer factors.
+  bool unit_sub_scales() const { return unit_sub_scales_; }
+  // Factors of output j of panel p: the f32 d and dmin of super-block s, the integer factors of
+  // sub-block b (gemm.h's formula).
+  float super_scale(int p, int s, int j) const;
+  float super_min(int p, int s, int j) const;
+  int sub_scale(int p, int b, int j) const;
+  int sub_min(int p, int b, int j) const;
+  // Scale and min of sub-block b, output j of panel p: d * sc and dmin * mn.
   float scale(int p, int b, int j) const;
   float min(int p, int b, int j) const;
   size_t bytes() const { return bytes_; }
@@ -103,6 +113,7 @@ class PackedMatrix {
   }
 
   int rows_ = 0, cols_ = 0, quant_shift_ = 5, super_shift_ = 5, code_offset_ = 0, code_bits_ = 8;
+  bool unit_sub_scales_ = false;
   PanelStorage storage_ = PanelStorage::kF32;
   size_t element_size_ = 32;  // in bits
   size_t bytes_ = 0;

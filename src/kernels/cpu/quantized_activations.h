@@ -1,7 +1,8 @@
 // Activations quantized for the int8 dot products against block-quantized weights, as llama.cpp
-// quantizes them to Q8_0: per row, blocks of 32 with scale d = max|x| / 127 and codes
-// round(x / d) in [-127, 127]. Each row is quantized alone, so a row's codes (and so its GEMM
-// result) do not depend on the batch it is in.
+// quantizes them: per row, blocks of `block` values (32, as Q8_0, for Q8_0 and Q4_0 weights; 256,
+// as Q8_K, for the k-quants) with scale d = max|x| / 127 and codes round(x / d) in [-127, 127].
+// Each row is quantized alone, so a row's codes (and so its GEMM result) do not depend on the
+// batch it is in.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +14,15 @@
 namespace pagedllm::cpu {
 
 struct QuantizedActivations {
-  static constexpr int kBlock = 32;
-  int M = 0, K = 0;
+  static constexpr int kMinBlock = 32, kMaxBlock = 256;
+  int M = 0, K = 0, block = kMinBlock;
   std::vector<int8_t> codes;   // [M][K]
-  std::vector<float> scales;   // [M][K / 32]
+  std::vector<float> scales;   // [M][K / block]
   std::vector<int32_t> sum16;  // [M][K / 16]: sums of the codes over 16 consecutive k
 
   const int8_t* row(int m) const { return codes.data() + static_cast<size_t>(m) * K; }
   float scale(int m, int k) const {
-    return scales[static_cast<size_t>(m) * (K / kBlock) + static_cast<size_t>(k / kBlock)];
+    return scales[static_cast<size_t>(m) * (K / block) + static_cast<size_t>(k / block)];
   }
   // Sum of the codes of row m over [k, k + n), k and n multiples of 16.
   int32_t sum(int m, int k, int n) const {
@@ -38,16 +39,21 @@ struct QuantizedActivations {
   }
 };
 
-// Quantizes x[M][K] (K a multiple of 32) into out, reusing its buffers; `isa` picks the code
-// path (every path gives the same bits), large inputs are split over the OpenMP threads by row.
-void quantize_activations(Isa isa, const float* x, int M, int K, QuantizedActivations& out);
+// Quantizes x[M][K] (K a multiple of block, block 32 or 256) into out, reusing its buffers; `isa`
+// picks the code path (every path gives the same bits), large inputs are split over the OpenMP
+// threads by row.
+void quantize_activations(Isa isa, const float* x, int M, int K, QuantizedActivations& out,
+                          int block = QuantizedActivations::kMinBlock);
 // The same on the active ISA.
-void quantize_activations(const float* x, int M, int K, QuantizedActivations& out);
+void quantize_activations(const float* x, int M, int K, QuantizedActivations& out,
+                          int block = QuantizedActivations::kMinBlock);
 
-// One row with AVX-512 (call only when the CPU has AVX-512F/BW): codes [K], scales [K / 32],
+// One row with AVX-512 (call only when the CPU has AVX-512F/BW): codes [K], scales [K / block],
 // sum16 [K / 16].
-void quantize_row_avx512(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16);
+void quantize_row_avx512(const float* x, int K, int block, int8_t* codes, float* scales,
+                         int32_t* sum16);
 // The same with AVX2 (call only when the CPU has it).
-void quantize_row_avx2(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16);
+void quantize_row_avx2(const float* x, int K, int block, int8_t* codes, float* scales,
+                       int32_t* sum16);
 
 }  // namespace pagedllm::cpu

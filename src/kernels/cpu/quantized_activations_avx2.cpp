@@ -4,6 +4,8 @@
 // prefill.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/quantized_activations.h"
 
 namespace pagedllm::cpu {
@@ -41,25 +43,33 @@ int32_t sum8(__m256i v) {
 
 }  // namespace
 
-void quantize_row_avx2(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16) {
-  for (int b = 0; b < K / QuantizedActivations::kBlock; ++b) {
-    const float* xb = x + b * QuantizedActivations::kBlock;
-    const __m256 v[4] = {_mm256_loadu_ps(xb), _mm256_loadu_ps(xb + 8), _mm256_loadu_ps(xb + 16),
-                         _mm256_loadu_ps(xb + 24)};
-    const float scale = block_amax(v) / 127.0f;
+void quantize_row_avx2(const float* x, int K, int block, int8_t* codes, float* scales,
+                       int32_t* sum16) {
+  constexpr int kChunk = 32;
+  for (int b = 0; b < K / block; ++b) {
+    // max is exact in any order, so a block's scale is the portable one for every block size.
+    float amax = 0.0f;
+    for (int c = 0; c < block; c += kChunk) {
+      const float* xc = x + b * block + c;
+      const __m256 v[4] = {_mm256_loadu_ps(xc), _mm256_loadu_ps(xc + 8), _mm256_loadu_ps(xc + 16),
+                           _mm256_loadu_ps(xc + 24)};
+      amax = std::max(amax, block_amax(v));
+    }
+    const float scale = amax / 127.0f;
     scales[b] = scale;
     const __m256 inverse = _mm256_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
-    __m256i q[4];
-    for (int i = 0; i < 4; ++i) q[i] = codes8(v[i], inverse);
-    // Pack 32 int32 codes to int8 in order: the packs interleave 128-bit lanes, the permute
-    // puts them back.
-    const __m256i words = _mm256_packs_epi32(q[0], q[1]), words2 = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(words, words2),
-                                                      _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + b * QuantizedActivations::kBlock),
-                        bytes);
-    sum16[2 * b] = sum8(_mm256_add_epi32(q[0], q[1]));
-    sum16[2 * b + 1] = sum8(_mm256_add_epi32(q[2], q[3]));
+    for (int c = b * block; c < (b + 1) * block; c += kChunk) {
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i) q[i] = codes8(_mm256_loadu_ps(x + c + 8 * i), inverse);
+      // Pack 32 int32 codes to int8 in order: the packs interleave 128-bit lanes, the permute
+      // puts them back.
+      const __m256i words = _mm256_packs_epi32(q[0], q[1]), words2 = _mm256_packs_epi32(q[2], q[3]);
+      const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(words, words2),
+                                                        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + c), bytes);
+      sum16[c / 16] = sum8(_mm256_add_epi32(q[0], q[1]));
+      sum16[c / 16 + 1] = sum8(_mm256_add_epi32(q[2], q[3]));
+    }
   }
 }
 

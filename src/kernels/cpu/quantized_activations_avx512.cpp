@@ -12,6 +12,8 @@
 #endif
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "kernels/cpu/quantized_activations.h"
 
 namespace pagedllm::cpu {
@@ -38,19 +40,25 @@ __m512i codes16(__m512 x, __m512 inverse) {
 
 }  // namespace
 
-void quantize_row_avx512(const float* x, int K, int8_t* codes, float* scales, int32_t* sum16) {
-  for (int b = 0; b < K / QuantizedActivations::kBlock; ++b) {
-    const float* xb = x + b * QuantizedActivations::kBlock;
-    const __m512 lo = _mm512_loadu_ps(xb), hi = _mm512_loadu_ps(xb + 16);
-    const float scale = block_amax(lo, hi) / 127.0f;
+void quantize_row_avx512(const float* x, int K, int block, int8_t* codes, float* scales,
+                         int32_t* sum16) {
+  constexpr int kChunk = 32;
+  for (int b = 0; b < K / block; ++b) {
+    // max is exact in any order, so a block's scale is the portable one for every block size.
+    float amax = 0.0f;
+    for (int c = b * block; c < (b + 1) * block; c += kChunk)
+      amax = std::max(amax, block_amax(_mm512_loadu_ps(x + c), _mm512_loadu_ps(x + c + 16)));
+    const float scale = amax / 127.0f;
     scales[b] = scale;
     const __m512 inverse = _mm512_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
-    const __m512i q_lo = codes16(lo, inverse), q_hi = codes16(hi, inverse);
-    int8_t* qb = codes + b * QuantizedActivations::kBlock;
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qb), _mm512_cvtepi32_epi8(q_lo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qb + 16), _mm512_cvtepi32_epi8(q_hi));
-    sum16[2 * b] = _mm512_reduce_add_epi32(q_lo);
-    sum16[2 * b + 1] = _mm512_reduce_add_epi32(q_hi);
+    for (int c = b * block; c < (b + 1) * block; c += kChunk) {
+      const __m512i q_lo = codes16(_mm512_loadu_ps(x + c), inverse);
+      const __m512i q_hi = codes16(_mm512_loadu_ps(x + c + 16), inverse);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + c), _mm512_cvtepi32_epi8(q_lo));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + c + 16), _mm512_cvtepi32_epi8(q_hi));
+      sum16[c / 16] = _mm512_reduce_add_epi32(q_lo);
+      sum16[c / 16 + 1] = _mm512_reduce_add_epi32(q_hi);
+    }
   }
 }
 
