@@ -224,6 +224,23 @@ void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivatio
   }
 }
 
+void interleave_quads(const QuantizedActivations& xq, const std::vector<int>& row_begin,
+                      std::vector<int32_t>& out) {
+  const int steps = xq.K / 4, tiles = static_cast<int>(row_begin.size()) - 1;
+  out.resize(static_cast<size_t>(xq.M) * static_cast<size_t>(steps));
+#pragma omp parallel for schedule(static) if (static_cast <int64_t>(xq.M) * xq.K > 65536)
+  for (int t = 0; t < tiles; ++t) {
+    const int m0 = row_begin[static_cast<size_t>(t)];
+    const int mr = row_begin[static_cast<size_t>(t) + 1] - m0;
+    int32_t* block = out.data() + static_cast<size_t>(m0) * static_cast<size_t>(steps);
+    for (int r = 0; r < mr; ++r) {
+      for (int q = 0; q < steps; ++q)
+        block[static_cast<size_t>(q) * static_cast<size_t>(mr) + static_cast<size_t>(r)] =
+            xq.quad(m0 + r, 4 * q);
+    }
+  }
+}
+
 // The reference path: the exact orders of gemm.h, written plainly.
 void gemm_tile_generic(const TileArgs& a) {
   if (a.w->storage() == PanelStorage::kInt8) {
@@ -262,23 +279,33 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   // Rows split evenly over the row tiles (7 rows: 4 3, not 6 1): a tile of few rows loads as many
   // weights for less work.
   const auto row_begin = [&](int rt) { return rt * (M / row_tiles) + std::min(rt, M % row_tiles); };
+  thread_local std::vector<int32_t> quads;
+  if (tile == gemm_int8_tile_avx2) {
+    thread_local std::vector<int> tile_rows;
+    tile_rows.resize(static_cast<size_t>(row_tiles) + 1);
+    for (int rt = 0; rt <= row_tiles; ++rt) tile_rows[static_cast<size_t>(rt)] = row_begin(rt);
+    interleave_quads(xq, tile_rows, quads);
+  }
+  const int32_t* tile_quads = tile == gemm_int8_tile_avx2 ? quads.data() : nullptr;
   const auto tile_args = [&](int group, int rt) {
     const int m0 = row_begin(rt), p = group * shape.panels;
-    return TileArgs{x + static_cast<size_t>(m0) * K,
-                    K,
-                    row_begin(rt + 1) - m0,
-                    K,
-                    &w,
-                    p,
-                    std::min(shape.panels, w.panels() - p),
-                    y + static_cast<size_t>(m0) * N,
-                    N,
-                    N,
-                    bias,
-                    quantized,
-                    m0,
-                    rounded,
-                    row_factors};
+    TileArgs args{x + static_cast<size_t>(m0) * K,
+                  K,
+                  row_begin(rt + 1) - m0,
+                  K,
+                  &w,
+                  p,
+                  std::min(shape.panels, w.panels() - p),
+                  y + static_cast<size_t>(m0) * N,
+                  N,
+                  N,
+                  bias,
+                  quantized,
+                  m0,
+                  rounded,
+                  row_factors};
+    if (tile_quads) args.quads = tile_quads + static_cast<size_t>(m0) * static_cast<size_t>(K / 4);
+    return args;
   };
   const bool parallel = static_cast<int64_t>(M) * N * K > 65536;
   const bool flush = w.storage() == PanelStorage::kBF16 && tile != gemm_tile_generic;

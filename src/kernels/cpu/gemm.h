@@ -100,6 +100,10 @@ struct TileArgs {
   int m0;
   const Bf16Activations* xb;     // bf16 weights only
   const SubBlockRowFactors* xf;  // int8 weights, the AVX2, VNNI and AMX tiles
+  // The AVX2 int8 tile only: this tile's activation codes, four k (one 32-bit quad) of each of
+  // its mr rows in turn, [K / 4][mr], so that a k step reads every row's quad at a constant
+  // offset from one pointer (interleave_quads).
+  const int32_t* quads = nullptr;
   // The AVX-512 f32 tile only: k in [k_begin, k_end) (multiples of kKBlock; k_end 0 means K).
   // resume: y holds the block totals of the k before k_begin; finish: add the bias and the last
   // blocks, else leave the running totals in y for the next range. Totals round-trip exactly.
@@ -111,6 +115,10 @@ struct TileArgs {
   int next_p = -1, next_line = 0;
 };
 void gemm_tile_generic(const TileArgs& a);
+// Lays out the quads of rows [row_begin[t], row_begin[t + 1]) of xq for each row tile t as
+// TileArgs::quads wants them, the tile's block at row_begin[t] * K / 4 of out.
+void interleave_quads(const QuantizedActivations& xq, const std::vector<int>& row_begin,
+                      std::vector<int32_t>& out);
 
 // MXCSR's flush-to-zero and denormals-are-zero for this thread, for the scope's lifetime: how a
 // bf16 tile without vdpbf16ps gets its flushing. A scope that finds them set already changes

@@ -45,9 +45,13 @@ inline __m256i load32(const uint8_t* p) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Activation codes k..k+3 of row m in every 32-bit lane.
-inline __m256i activation_quad(const QuantizedActivations& xq, int m, int k) {
-  return _mm256_set1_epi32(xq.quad(m, k));
+// Activation codes k..k+3 of tile row r in every 32-bit lane, from the tile's interleaved quads
+// (TileArgs::quads, MR rows per k step): each row at a constant offset from one pointer, where
+// addressing K-byte rows took a lea per row and k step from the ports the products use
+// (BM_GemmQuantized Q8_0 M=512 on the AVX2 paths: see KERNELS.md).
+template <int MR>
+inline __m256i activation_quad(const int32_t* quads, int r, int k) {
+  return _mm256_set1_epi32(quads[(k >> 2) * MR + r]);
 }
 
 // Sub-block b's integer factors (scales or mins) of outputs [8h, 8h + 8), each repeated in both
@@ -124,7 +128,6 @@ inline __m256i pair_products(const __m256i* factors, const int32_t* xsum_pairs, 
 template <int MR, int NH, bool kMins, int kBits, bool kUnit>
 void half_panels(const TileArgs& a, int panel, int h0) {
   const PackedMatrix& w = *a.w;
-  const QuantizedActivations& xq = *a.xq;
   const SubBlockRowFactors& xf = *a.xf;
   const int B = w.quant_block(), subs = w.sub_blocks_per_super();
   const uint8_t* u = w.u8_panel(panel) + 32 * h0;
@@ -167,8 +170,8 @@ void half_panels(const TileArgs& a, int panel, int h0) {
           }
 #pragma GCC unroll 8
           for (int r = 0; r < MR; ++r) {
-            const __m256i x_low = activation_quad(xq, a.m0 + r, k);
-            const __m256i x_high = activation_quad(xq, a.m0 + r, k + 4);
+            const __m256i x_low = activation_quad<MR>(a.quads, r, k);
+            const __m256i x_high = activation_quad<MR>(a.quads, r, k + 4);
 #pragma GCC unroll 8
             for (int h = 0; h < NH; ++h) {
               const __m256i lo = _mm256_maddubs_epi16(low[h], x_low);
@@ -226,9 +229,9 @@ void half_panels(const TileArgs& a, int panel, int h0) {
 #pragma GCC unroll 2
               for (int g = 0; g < 4; g += 2) {
                 const __m256i p0 =
-                    _mm256_maddubs_epi16(codes[g], activation_quad(xq, a.m0 + r, k + 4 * g));
+                    _mm256_maddubs_epi16(codes[g], activation_quad<MR>(a.quads, r, k + 4 * g));
                 const __m256i p1 = _mm256_maddubs_epi16(
-                    codes[g + 1], activation_quad(xq, a.m0 + r, k + 4 * g + 4));
+                    codes[g + 1], activation_quad<MR>(a.quads, r, k + 4 * g + 4));
                 dot[r][h] = _mm256_add_epi32(
                     dot[r][h], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), factor[h]));
               }
@@ -248,7 +251,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
           }
 #pragma GCC unroll 8
           for (int r = 0; r < MR; ++r) {
-            const __m256i x = activation_quad(xq, a.m0 + r, k);
+            const __m256i x = activation_quad<MR>(a.quads, r, k);
 #pragma GCC unroll 8
             for (int h = 0; h < NH; ++h) {
               const __m256i signed_x = _mm256_sign_epi8(x, signed_codes[h]);
