@@ -224,14 +224,13 @@ void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivatio
   }
 }
 
-void interleave_quads(const QuantizedActivations& xq, const std::vector<int>& row_begin,
-                      std::vector<int32_t>& out) {
-  const int steps = xq.K / 4, tiles = static_cast<int>(row_begin.size()) - 1;
+void interleave_quads(const QuantizedActivations& xq, int tiles, std::vector<int32_t>& out) {
+  const int steps = xq.K / 4;
   out.resize(static_cast<size_t>(xq.M) * static_cast<size_t>(steps));
 #pragma omp parallel for schedule(static) if (static_cast <int64_t>(xq.M) * xq.K > 65536)
   for (int t = 0; t < tiles; ++t) {
-    const int m0 = row_begin[static_cast<size_t>(t)];
-    const int mr = row_begin[static_cast<size_t>(t) + 1] - m0;
+    const int m0 = row_tile_begin(xq.M, tiles, t);
+    const int mr = row_tile_begin(xq.M, tiles, t + 1) - m0;
     int32_t* block = out.data() + static_cast<size_t>(m0) * static_cast<size_t>(steps);
     for (int r = 0; r < mr; ++r) {
       for (int q = 0; q < steps; ++q)
@@ -278,14 +277,9 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   const int row_tiles = (M + shape.rows - 1) / shape.rows;
   // Rows split evenly over the row tiles (7 rows: 4 3, not 6 1): a tile of few rows loads as many
   // weights for less work.
-  const auto row_begin = [&](int rt) { return rt * (M / row_tiles) + std::min(rt, M % row_tiles); };
+  const auto row_begin = [&](int rt) { return row_tile_begin(M, row_tiles, rt); };
   thread_local std::vector<int32_t> quads;
-  if (tile == gemm_int8_tile_avx2) {
-    thread_local std::vector<int> tile_rows;
-    tile_rows.resize(static_cast<size_t>(row_tiles) + 1);
-    for (int rt = 0; rt <= row_tiles; ++rt) tile_rows[static_cast<size_t>(rt)] = row_begin(rt);
-    interleave_quads(xq, tile_rows, quads);
-  }
+  if (tile == gemm_int8_tile_avx2) interleave_quads(xq, row_tiles, quads);
   const int32_t* tile_quads = tile == gemm_int8_tile_avx2 ? quads.data() : nullptr;
   const auto tile_args = [&](int group, int rt) {
     const int m0 = row_begin(rt), p = group * shape.panels;

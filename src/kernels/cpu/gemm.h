@@ -32,6 +32,7 @@
 
 #include <xmmintrin.h>
 
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -115,10 +116,13 @@ struct TileArgs {
   int next_p = -1, next_line = 0;
 };
 void gemm_tile_generic(const TileArgs& a);
-// Lays out the quads of rows [row_begin[t], row_begin[t + 1]) of xq for each row tile t as
-// TileArgs::quads wants them, the tile's block at row_begin[t] * K / 4 of out.
-void interleave_quads(const QuantizedActivations& xq, const std::vector<int>& row_begin,
-                      std::vector<int32_t>& out);
+// The first row of row tile t when M rows split evenly over `tiles` tiles (7 rows in 2: 4 3).
+inline int row_tile_begin(int M, int tiles, int t) {
+  return t * (M / tiles) + std::min(t, M % tiles);
+}
+// Lays out the quads of each row tile of xq (its M rows split by row_tile_begin) as
+// TileArgs::quads wants them, tile t's block at row_tile_begin(M, tiles, t) * K / 4 of out.
+void interleave_quads(const QuantizedActivations& xq, int tiles, std::vector<int32_t>& out);
 
 // MXCSR's flush-to-zero and denormals-are-zero for this thread, for the scope's lifetime: how a
 // bf16 tile without vdpbf16ps gets its flushing. A scope that finds them set already changes

@@ -143,15 +143,6 @@ int PackedMatrix::sub_min(int p, int b, int j) const {
   return has_mins() ? sub_min_panel(p)[static_cast<size_t>(b) * kPanel + j] : 0;
 }
 
-float PackedMatrix::scale(int p, int b, int j) const {
-  return super_scale(p, b >> (super_shift_ - quant_shift_), j) *
-         static_cast<float>(sub_scale(p, b, j));
-}
-
-float PackedMatrix::min(int p, int b, int j) const {
-  return super_min(p, b >> (super_shift_ - quant_shift_), j) * static_cast<float>(sub_min(p, b, j));
-}
-
 namespace {
 
 // Where code (k, j) lives in a panel of `bits`-bit codes: its low bits (all 8, or 4 at

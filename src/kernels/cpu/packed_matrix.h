@@ -89,9 +89,6 @@ class PackedMatrix {
   float super_min(int p, int s, int j) const;
   int sub_scale(int p, int b, int j) const;
   int sub_min(int p, int b, int j) const;
-  // Scale and min of sub-block b, output j of panel p: d * sc and dmin * mn.
-  float scale(int p, int b, int j) const;
-  float min(int p, int b, int j) const;
   size_t bytes() const { return bytes_; }
 
  private:
