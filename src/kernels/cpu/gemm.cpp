@@ -9,6 +9,7 @@
 #include "format/dequant.h"
 #include "kernels/cpu/bf16_batch_tile.h"
 #include "kernels/cpu/gemm_onednn.h"
+#include "kernels/cpu/work_shares.h"
 
 namespace pagedllm::cpu {
 
@@ -311,15 +312,16 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
     }
   };
   if (row_tiles == 1) {
-    // Decode: a static share per thread keeps each thread's weight stream contiguous, which
+    // Decode: a contiguous share per thread keeps each thread's weight stream sequential, which
     // the prefetchers need (llama-110m q8_0 tg128, interleaved: 260-270 tok/s static, 200-229
-    // with one panel pair per grab).
-#pragma omp parallel if (parallel)
+    // with one panel pair per grab); a thread done early takes groups from the back of another's.
+    WorkShares shares(panel_groups, parallel ? omp_get_max_threads() : 1);
+#pragma omp parallel if (parallel) num_threads(shares.threads())
     {
       const FlushDenormals flushing(flush);
       const ReleaseTiles release{tile == gemm_int8_tile_amx};
-#pragma omp for schedule(static)
-      for (int g = 0; g < panel_groups; ++g) tile(tile_args(g, 0));
+      const int t = omp_get_thread_num();
+      for (int g = shares.next(t); g >= 0; g = shares.next(t)) tile(tile_args(g, 0));
     }
     return;
   }

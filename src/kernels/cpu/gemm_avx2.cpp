@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/stream_prefetch.h"
 
 namespace pagedllm::cpu {
 
@@ -80,13 +81,11 @@ void rows(const TileArgs& a, int p, int v0, int m_offset) {
       for (int v = 0; v < V; ++v) w[v] = _mm256_load_ps(f32_column(v) + k * PackedMatrix::kPanel);
       if constexpr (MR == 1) {
         // f32 decode streams each panel once from DRAM, and the hardware prefetcher alone leaves
-        // it below the bandwidth: one line per panel and k is fetched 2 KB ahead, as the AVX-512
-        // and int8 tiles do (llama-110m f32 tg128 on the AVX2 paths, alternating: 50.2-53.7 ->
-        // 62.5-65.5). Written out here: through a helper function, g++ 12 dropped it.
-        for (int v = 0; v < V; v += kHalves) {
-          const float* line = f32_column(v) + k * PackedMatrix::kPanel;
-          _mm_prefetch(reinterpret_cast<const char*>(line) + 2048, _MM_HINT_T0);
-        }
+        // it below the bandwidth: one line per panel and k is fetched ahead, as the AVX-512
+        // and int8 tiles do (stream_prefetch.h; llama-110m f32 tg128 on the AVX2 paths, 2 KB
+        // ahead, alternating: 50.2-53.7 -> 62.5-65.5).
+        for (int v = 0; v < V; v += kHalves)
+          prefetch_stream(f32_column(v) + k * PackedMatrix::kPanel);
       }
       for (int m = 0; m < MR; ++m) {
         const __m256 xb = _mm256_broadcast_ss(x_rows[m] + k);
@@ -102,10 +101,8 @@ void rows(const TileArgs& a, int p, int v0, int m_offset) {
       if constexpr (MR == 1) {
         // bf16 decode likewise, one line per panel and k pair (alternating: llama-110m tg64
         // 103-107 -> 134-138 tok/s, llama-1b tg32 9.3-9.5 -> 11.6-11.8; 4 KB ahead no better).
-        for (int v = 0; v < V; v += kHalves) {
-          const uint16_t* line = bf16_column(v) + i * 2 * PackedMatrix::kPanel;
-          _mm_prefetch(reinterpret_cast<const char*>(line) + 2048, _MM_HINT_T0);
-        }
+        for (int v = 0; v < V; v += kHalves)
+          prefetch_stream(bf16_column(v) + i * 2 * PackedMatrix::kPanel);
       }
       for (int m = 0; m < MR; ++m) {
         __m256 x_odd, x_even;

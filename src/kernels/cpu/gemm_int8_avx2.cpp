@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/stream_prefetch.h"
 
 // The super-block factors fill their pair arrays up to a count known only at run time, and the
 // epilogue reads the same count: g++ 12 cannot see that and reports every read.
@@ -33,13 +34,6 @@
 namespace pagedllm::cpu {
 
 namespace {
-
-// Bytes ahead of the panel stream to prefetch, as the VNNI kernel does.
-constexpr int kPrefetchBytes = 2048;
-
-inline void prefetch(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
-}
 
 inline __m256i load32(const uint8_t* p) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
@@ -160,7 +154,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
         for (int k = k0; k < k0 + B; k += 8) {
           const uint8_t* line = u + static_cast<size_t>(k) * 8;
-          prefetch(line);
+          prefetch_stream(line);
           __m256i low[NH], high[NH];
 #pragma GCC unroll 8
           for (int h = 0; h < NH; ++h) {
@@ -210,7 +204,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bits = _mm256_set1_epi8(0x30);
         for (int k = k0; k < k0 + B; k += 16) {
           const uint8_t* chunk = u + static_cast<size_t>(k) * 12;
-          for (int l = 0; l < 3; ++l) prefetch(chunk + 64 * l);
+          for (int l = 0; l < 3; ++l) prefetch_stream(chunk + 64 * l);
 #pragma GCC unroll 8
           for (int h = 0; h < NH; ++h) {
             const uint8_t* half = chunk + 32 * h;
@@ -242,7 +236,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
         for (int k = k0; k < k0 + B; k += 4) {
           const uint8_t* line = u + static_cast<size_t>(k) * 16;
-          prefetch(line);
+          prefetch_stream(line);
           __m256i signed_codes[NH], magnitude[NH];
 #pragma GCC unroll 8
           for (int h = 0; h < NH; ++h) {

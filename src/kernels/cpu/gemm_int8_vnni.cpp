@@ -9,13 +9,11 @@
 #include <type_traits>
 
 #include "kernels/cpu/gemm_int8_avx512.h"
+#include "kernels/cpu/stream_prefetch.h"
 
 namespace pagedllm::cpu {
 
 namespace {
-// Bytes ahead of each panel stream to prefetch: the hardware prefetcher alone leaves decode
-// (one pass over the weights) below the DRAM bandwidth; 2 KB per stream measured best.
-constexpr int kPrefetchBytes = 2048;
 
 // One vpdpbusd per row and panel for the 4 k from k (line: the panel's codes for them).
 template <int MR, int NP>
@@ -56,9 +54,7 @@ void tile(const TileArgs& a) {
         __m512i codes[4][NP];
         for (int q = 0; q < NP; ++q) {
           const uint8_t* chunk = w.u8_panel(a.p + q) + static_cast<size_t>(k) * 12;
-          for (int l = 0; l < 3; ++l)
-            _mm_prefetch(reinterpret_cast<const char*>(chunk + kPrefetchBytes + 64 * l),
-                         _MM_HINT_T0);
+          for (int l = 0; l < 3; ++l) prefetch_stream(chunk + 64 * l);
           __m512i groups[4];
           int8::unpack_six_bits(chunk, groups);
           for (int g = 0; g < 4; ++g) codes[g][q] = groups[g];
@@ -71,7 +67,7 @@ void tile(const TileArgs& a) {
         __m512i low[NP], high[NP];
         for (int q = 0; q < NP; ++q) {
           const uint8_t* at = w.u8_panel(a.p + q) + static_cast<size_t>(k) * 8;
-          _mm_prefetch(reinterpret_cast<const char*>(at + kPrefetchBytes), _MM_HINT_T0);
+          prefetch_stream(at);
           int8::unpack_nibbles(_mm512_load_si512(at), low[q], high[q]);
         }
         dot_group<MR, NP>(xq, a.m0, k, low, dot[0]);
@@ -85,7 +81,7 @@ void tile(const TileArgs& a) {
           __m512i codes[NP];
           for (int q = 0; q < NP; ++q) {
             const uint8_t* at = w.u8_panel(a.p + q) + static_cast<size_t>(k + 4 * c) * 16;
-            _mm_prefetch(reinterpret_cast<const char*>(at + kPrefetchBytes), _MM_HINT_T0);
+            prefetch_stream(at);
             codes[q] = _mm512_load_si512(at);
           }
           dot_group<MR, NP>(xq, a.m0, k + 4 * c, codes, dot[c]);

@@ -10,15 +10,13 @@
 #include <algorithm>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/stream_prefetch.h"
 
 namespace pagedllm::cpu::avx512 {
 
-// Bytes ahead of each panel stream to prefetch: the hardware prefetcher alone leaves decode
-// (one pass over the weights) below the DRAM bandwidth.
-inline constexpr int kPrefetchBytes = 2048;
-
+// Each panel stream fetched ahead (stream_prefetch.h).
 inline void prefetch_ahead(const void* line) {
-  _mm_prefetch(static_cast<const char*>(line) + kPrefetchBytes, _MM_HINT_T0);
+  prefetch_stream(line);
 }
 
 // bf16 steps' state: one step is one k pair of panels [p, p + NP) and activation rows

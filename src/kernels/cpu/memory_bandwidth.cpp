@@ -11,12 +11,12 @@
 #include <new>
 
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/stream_prefetch.h"
 
 namespace pagedllm::cpu {
 
 namespace {
 
-constexpr size_t kPrefetchBytes = 2048;
 constexpr size_t kWordsPerStep = 64;  // 512 bytes: eight cache lines
 
 __attribute__((target("avx512f"))) uint64_t xor_avx512(const uint64_t* p, size_t words) {
@@ -25,7 +25,7 @@ __attribute__((target("avx512f"))) uint64_t xor_avx512(const uint64_t* p, size_t
   for (size_t i = 0; i + kWordsPerStep <= words; i += kWordsPerStep) {
     for (int j = 0; j < 8; ++j) {
       const char* line = reinterpret_cast<const char*>(p + i + 8 * j);
-      _mm_prefetch(line + kPrefetchBytes, _MM_HINT_T0);
+      prefetch_stream(line);
       acc[j] = _mm512_xor_si512(acc[j], _mm512_load_si512(line));
     }
   }
@@ -38,7 +38,7 @@ __attribute__((target("avx512f"))) uint64_t xor_avx512(const uint64_t* p, size_t
 uint64_t xor_generic(const uint64_t* p, size_t words) {
   uint64_t acc[8] = {};
   for (size_t i = 0; i + kWordsPerStep <= words; i += kWordsPerStep) {
-    __builtin_prefetch(reinterpret_cast<const char*>(p + i) + kPrefetchBytes);
+    prefetch_stream(p + i);
     for (size_t j = 0; j < kWordsPerStep; ++j) acc[j % 8] ^= p[i + j];
   }
   return acc[0] ^ acc[1] ^ acc[2] ^ acc[3] ^ acc[4] ^ acc[5] ^ acc[6] ^ acc[7];

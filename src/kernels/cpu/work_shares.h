@@ -1,0 +1,85 @@
+// Items [0, n) split into one contiguous share per thread. Each thread takes its own share front
+// to back, so that its weight stream stays sequential for the prefetchers; a thread whose share
+// is done takes single items from the back of the share with the most left. Decode's products
+// want this: a static split leaves the faster thread spinning at the barrier whenever the other
+// core is slowed (a shared host, one thread's DRAM stream falling behind), and a fully dynamic
+// one breaks the streams.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace pagedllm::cpu {
+
+class WorkShares {
+ public:
+  static constexpr int kMaxThreads = 64;
+
+  // Shares for min(threads, kMaxThreads) threads (threads >= 1); items < 2^31.
+  WorkShares(int items, int threads) : threads_(std::clamp(threads, 1, kMaxThreads)) {
+    for (int t = 0; t < threads_; ++t) {
+      const int64_t begin = static_cast<int64_t>(items) * t / threads_;
+      const int64_t end = static_cast<int64_t>(items) * (t + 1) / threads_;
+      shares_[t].range.store(pack(static_cast<uint32_t>(begin), static_cast<uint32_t>(end)),
+                             std::memory_order_relaxed);
+    }
+  }
+  int threads() const { return threads_; }
+
+  // The next item for thread t (t < threads()), or -1 when no share has any left.
+  int next(int t) {
+    const int own = take_front(shares_[t].range);
+    if (own >= 0) return own;
+    while (true) {
+      int victim = -1;
+      uint32_t most = 0;
+      for (int v = 0; v < threads_; ++v) {
+        const uint64_t r = shares_[v].range.load(std::memory_order_relaxed);
+        if (end_of(r) > begin_of(r) && end_of(r) - begin_of(r) > most) {
+          most = end_of(r) - begin_of(r);
+          victim = v;
+        }
+      }
+      if (victim < 0) return -1;
+      const int stolen = take_back(shares_[victim].range);
+      if (stolen >= 0) return stolen;
+    }
+  }
+
+ private:
+  static uint64_t pack(uint32_t begin, uint32_t end) {
+    return static_cast<uint64_t>(begin) | static_cast<uint64_t>(end) << 32;
+  }
+  static uint32_t begin_of(uint64_t r) { return static_cast<uint32_t>(r); }
+  static uint32_t end_of(uint64_t r) { return static_cast<uint32_t>(r >> 32); }
+
+  static int take_front(std::atomic<uint64_t>& range) {
+    uint64_t r = range.load(std::memory_order_relaxed);
+    while (begin_of(r) < end_of(r)) {
+      if (range.compare_exchange_weak(r, pack(begin_of(r) + 1, end_of(r)),
+                                      std::memory_order_relaxed))
+        return static_cast<int>(begin_of(r));
+    }
+    return -1;
+  }
+  static int take_back(std::atomic<uint64_t>& range) {
+    uint64_t r = range.load(std::memory_order_relaxed);
+    while (begin_of(r) < end_of(r)) {
+      if (range.compare_exchange_weak(r, pack(begin_of(r), end_of(r) - 1),
+                                      std::memory_order_relaxed))
+        return static_cast<int>(end_of(r) - 1);
+    }
+    return -1;
+  }
+
+  // One cache line per share: the owner's claims do not contend with the others'.
+  struct alignas(64) Share {
+    std::atomic<uint64_t> range{0};
+  };
+  int threads_;
+  std::array<Share, kMaxThreads> shares_;
+};
+
+}  // namespace pagedllm::cpu
