@@ -64,7 +64,7 @@ void add_engine_flags(CLI::App* cmd, EngineOptions& o) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--kv-cache-dtype", o.kv_cache_dtype,
-                  "KV-cache element type: auto (bf16 for bf16/f16 weights, else f32), f32, bf16, "
+                  "KV-cache element type: auto (f32 for f32 weights, else bf16), f32, bf16, "
                   "fp8 (= fp8_e4m3: OCP E4M3 with unit scales as vLLM's, a quarter of f32's "
                   "bytes), or q8_0 (llama.cpp's -ctk/-ctv q8_0: 8-bit codes and an f16 scale per "
                   "32 elements, 34 bytes per 32; head sizes that are multiples of 32)")

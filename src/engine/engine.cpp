@@ -123,9 +123,10 @@ struct Engine::Impl {
     if (name == "fp8" || name == "fp8_e4m3") return DType::kF8E4M3;
     // llama.cpp's -ctk/-ctv q8_0: 8-bit codes with an f16 scale per 32 elements.
     if (name == "q8_0") return DType::kQ8_0;
-    if (name == "auto") {
-      return weights == DType::kBF16 || weights == DType::kF16 ? DType::kBF16 : DType::kF32;
-    }
+    // auto: f32 for f32 weights; bf16 for the rest, as vLLM's 16-bit model dtype and
+    // llama.cpp's f16 default cache give quantized files: half f32's bytes, which long-context
+    // decode streams once per token.
+    if (name == "auto") return weights == DType::kF32 ? DType::kF32 : DType::kBF16;
     throw ConfigError("kv_cache_dtype must be auto, f32, bf16, fp8 (fp8_e4m3) or q8_0, got '" +
                       name + "'");
   }
