@@ -34,7 +34,8 @@ int64_t pool_tokens(const std::string& model, const std::string& kv_dtype) {
 
 TEST(KvCacheDtype, AutoIsBf16ForQuantizedAnd16BitWeightsAndF32ForF32Weights) {
   for (const DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kBF16, DType::kF16}) {
-    const std::string model = tiny_gguf(dtype, std::string("kv-auto-") + to_string(dtype) + ".gguf");
+    const std::string model =
+        tiny_gguf(dtype, std::string("kv-auto-") + to_string(dtype) + ".gguf");
     const int64_t f32 = pool_tokens(model, "f32"), bf16 = pool_tokens(model, "bf16");
     EXPECT_GT(bf16, f32 * 19 / 10) << to_string(dtype);
     EXPECT_EQ(pool_tokens(model, "auto"), bf16) << to_string(dtype);

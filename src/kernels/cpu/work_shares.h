@@ -15,7 +15,7 @@ namespace pagedllm::cpu {
 
 class WorkShares {
  public:
-  static constexpr int kMaxThreads = 64;
+  static constexpr int kMaxThreads = 256;  // a team past it runs with this many
 
   // Shares for min(threads, kMaxThreads) threads (threads >= 1); items < 2^31.
   WorkShares(int items, int threads) : threads_(std::clamp(threads, 1, kMaxThreads)) {
