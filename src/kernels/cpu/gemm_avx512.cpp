@@ -8,8 +8,6 @@ namespace pagedllm::cpu {
 
 namespace {
 
-using avx512::prefetch_ahead;
-
 // f32 weights: one step is one k. Base pointers are taken once per tile (the compiler would
 // recompute them from TileArgs at every step).
 template <int MR, int NP>
@@ -37,7 +35,7 @@ struct F32Steps {
     __m512 w[NP];
     for (int q = 0; q < NP; ++q) {
       const float* line = panel[q] + static_cast<size_t>(k) * PackedMatrix::kPanel;
-      prefetch_ahead(line);
+      prefetch_stream(line);
       w[q] = _mm512_load_ps(line);
     }
     if (k < next_steps) {

@@ -14,11 +14,6 @@
 
 namespace pagedllm::cpu::avx512 {
 
-// Each panel stream fetched ahead (stream_prefetch.h).
-inline void prefetch_ahead(const void* line) {
-  prefetch_stream(line);
-}
-
 // bf16 steps' state: one step is one k pair of panels [p, p + NP) and activation rows
 // [m0, m0 + MR), their base pointers taken once per tile.
 template <int MR, int NP>
@@ -36,7 +31,7 @@ struct Bf16PairBase {
   // Pair i's 64-byte line of panel q, prefetched ahead.
   __m512i line(int q, int i) const {
     const uint16_t* at = panel[q] + static_cast<size_t>(i) * 2 * PackedMatrix::kPanel;
-    prefetch_ahead(at);
+    prefetch_stream(at);
     return _mm512_load_si512(at);
   }
 };

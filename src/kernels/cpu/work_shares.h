@@ -22,8 +22,8 @@ class WorkShares {
     for (int t = 0; t < threads_; ++t) {
       const int64_t begin = static_cast<int64_t>(items) * t / threads_;
       const int64_t end = static_cast<int64_t>(items) * (t + 1) / threads_;
-      shares_[t].range.store(pack(static_cast<uint32_t>(begin), static_cast<uint32_t>(end)),
-                             std::memory_order_relaxed);
+      // Plain stores: the threads that take items start after the constructor (OpenMP's fork).
+      shares_[t].range = pack(static_cast<uint32_t>(begin), static_cast<uint32_t>(end));
     }
   }
   int threads() const { return threads_; }
@@ -36,7 +36,7 @@ class WorkShares {
       int victim = -1;
       uint32_t most = 0;
       for (int v = 0; v < threads_; ++v) {
-        const uint64_t r = shares_[v].range.load(std::memory_order_relaxed);
+        const uint64_t r = std::atomic_ref(shares_[v].range).load(std::memory_order_relaxed);
         if (end_of(r) > begin_of(r) && end_of(r) - begin_of(r) > most) {
           most = end_of(r) - begin_of(r);
           victim = v;
@@ -55,7 +55,8 @@ class WorkShares {
   static uint32_t begin_of(uint64_t r) { return static_cast<uint32_t>(r); }
   static uint32_t end_of(uint64_t r) { return static_cast<uint32_t>(r >> 32); }
 
-  static int take_front(std::atomic<uint64_t>& range) {
+  static int take_front(uint64_t& stored) {
+    std::atomic_ref range(stored);
     uint64_t r = range.load(std::memory_order_relaxed);
     while (begin_of(r) < end_of(r)) {
       if (range.compare_exchange_weak(r, pack(begin_of(r) + 1, end_of(r)),
@@ -64,7 +65,8 @@ class WorkShares {
     }
     return -1;
   }
-  static int take_back(std::atomic<uint64_t>& range) {
+  static int take_back(uint64_t& stored) {
+    std::atomic_ref range(stored);
     uint64_t r = range.load(std::memory_order_relaxed);
     while (begin_of(r) < end_of(r)) {
       if (range.compare_exchange_weak(r, pack(begin_of(r), end_of(r) - 1),
@@ -74,9 +76,11 @@ class WorkShares {
     return -1;
   }
 
-  // One cache line per share: the owner's claims do not contend with the others'.
+  // One cache line per share: the owner's claims do not contend with the others'. Plain words
+  // taken through std::atomic_ref, so that only the threads_ shares in use are written (the
+  // array is 16 KB, and decode builds one per product).
   struct alignas(64) Share {
-    std::atomic<uint64_t> range{0};
+    uint64_t range;  // begin | end << 32
   };
   int threads_;
   std::array<Share, kMaxThreads> shares_;
