@@ -109,7 +109,8 @@ peer() {  # NAME DIR VARIABLE
 }
 peer llama.cpp "$LLAMA_CPP_DIR" LLAMA_CPP_DIR
 peer ik_llama.cpp "$IK_LLAMA_DIR" IK_LLAMA_DIR
-commit[pagedllm]=$(git rev-parse --short HEAD)
+# outside a git checkout (a copied tree on another machine), PAGEDLLM_COMMIT names the commit
+commit[pagedllm]=$(git rev-parse --short HEAD 2>/dev/null || echo "${PAGEDLLM_COMMIT:-unknown}")
 
 QUANTIZE=${QUANTIZE:-}
 for d in "$LLAMA_CPP_DIR" "$IK_LLAMA_DIR"; do
@@ -230,7 +231,7 @@ pagedllm_isa=$(grep -h -m1 -o 'isa=[^ ]*' "$raw"/*-pagedllm-r*-latency.log 2>/de
 {
   echo "Machine: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) CPUs; ISA flags: ${isa_flags:-none}"
   echo "Date: $(date -u '+%Y-%m-%d %H:%M UTC'); threads: $THREADS; rounds: $ROUNDS (medians)"
-  echo "pagedllm $(git rev-parse --short HEAD) (${pagedllm_isa:-isa=?}, PAGEDLLM_ISA=${PAGEDLLM_ISA:-unset}; flags: ${PAGEDLLM_ARGS:-none})"
+  echo "pagedllm ${commit[pagedllm]} (${pagedllm_isa:-isa=?}, PAGEDLLM_ISA=${PAGEDLLM_ISA:-unset}; flags: ${PAGEDLLM_ARGS:-none})"
   for e in llama.cpp ik_llama.cpp; do
     if [ -n "${bindir[$e]:-}" ]; then
       a=$LLAMA_CPP_BENCH_ARGS b=$LLAMA_CPP_BATCHED_ARGS
