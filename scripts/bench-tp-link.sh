@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Tensor parallelism across a link: `bench latency` of TP 2 with the two ranks in two network
-# namespaces joined by a veth pair (MPI over TCP, tests/executor/tp_netns.sh), the link unshaped
-# and shaped to each rate in RATES with a token bucket (tc tbf), next to TP 2 over shared memory
-# and one process of 2 threads, back to back. Link latency (tc netem) is added when DELAY is set
-# and the kernel has sch_netem.
+# namespaces (MPI over TCP, tests/executor/tp_netns.sh), for each link in LINKS, next to TP 2 over
+# shared memory and one process of 2 threads, back to back. A link is RATE[/DELAY]: a rate alone
+# is a token bucket (tc tbf) on a veth pair; a delay (each way) is tc netem, or, where the kernel
+# has no sch_netem, build/tests/link_emulator (delay and rate in user space between two TUN
+# devices); "unshaped" is the bare veth pair.
 # usage: scripts/bench-tp-link.sh MODEL
 # Prints pp and tg (tokens/s) and, for TP, the share of tg time rank 0 waited in collectives.
-# Env: RATES ("10gbit 1gbit"), DELAY (unset), REPS (3), PP (64), TG (32).
+# Env: LINKS ("unshaped 10gbit 1gbit 10gbit/0.1ms 1gbit/0.5ms"), REPS (3), PP (64), TG (32).
 set -euo pipefail
 model=$1
 bin=$(realpath ./build/pagedllm)
@@ -25,10 +26,15 @@ for line in sys.stdin:
 echo "== one process, --threads 2: $($bin "${args[@]}" --threads 2 2>/dev/null | summary)"
 echo "== TP 2 over shared memory: $(mpirun --allow-run-as-root --oversubscribe --bind-to core -np 2 \
   "$bin" "${args[@]}" --threads 1 --tensor-parallel-size 2 2>/dev/null | summary)"
-for rate in unshaped ${RATES:-10gbit 1gbit}; do
-  shaped=$([ "$rate" = unshaped ] || echo "$rate")
-  out=$(LINK_RATE=$shaped LINK_DELAY=${DELAY:-} bash tests/executor/tp_netns.sh \
+emulator=$(realpath ./build/tests/link_emulator 2>/dev/null || true)
+for link in ${LINKS:-unshaped 10gbit 1gbit 10gbit/0.1ms 1gbit/0.5ms}; do
+  rate=${link%%/*} delay=
+  [[ $link == */* ]] && delay=${link#*/}
+  [ "$rate" = unshaped ] && rate=
+  name="${rate:-unshaped}${delay:+, $delay each way}"
+  out=$(LINK_RATE=$rate LINK_DELAY=$delay LINK_EMULATOR=$emulator bash tests/executor/tp_netns.sh \
     "/tmp/pagedllm-tp-link" "$bin" "${args[@]}" --threads 1 2>/tmp/pagedllm-tp-link.err) ||
-    { echo "== TP 2 over TCP, $rate${DELAY:+, delay $DELAY}: failed: $(tail -1 /tmp/pagedllm-tp-link.err)"; continue; }
-  echo "== TP 2 over TCP, $rate${DELAY:+, delay $DELAY}: $(summary <<<"$out")"
+    { echo "== TP 2 over TCP, $name: failed: $(tail -1 /tmp/pagedllm-tp-link.err)"; continue; }
+  grep -q "link_emulator carries" /tmp/pagedllm-tp-link.err && name+=" (link_emulator)"
+  echo "== TP 2 over TCP, $name: $(summary <<<"$out")"
 done

@@ -376,6 +376,63 @@ TEST(TensorParallelNetns, TwoRanksInTwoNamespacesOverTcpGiveTheSingleProcessAnsw
       << tp.err;
 }
 
+// The same across a link of 1 ms each way (tc netem where the kernel has it, else link_emulator
+// between two TUN devices): latency changes when each collective completes, not what it sums.
+TEST(TensorParallelNetns, OverALinkOfOneMillisecondEachWayTheAnswersStayTheSame) {
+  skip_without_mpi();
+  const std::string args = "generate --model " + model_path("stories260K/stories260K.gguf") +
+                           " --prompts-file " + prompts_file() + kGenerateFlags;
+  const CliResult tp =
+      run_shell("LINK_DELAY=1ms LINK_EMULATOR=" PAGEDLLM_LINK_EMULATOR
+                " timeout 120 bash " PAGEDLLM_SOURCE_DIR "/tests/executor/tp_netns.sh " +
+                temp_path("netns-delay") + " " + PAGEDLLM_BINARY + " " + args);
+  if (tp.code == 77) GTEST_SKIP() << "no network namespace on this machine: " << tp.err;
+  const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
+  expect_same_answers(tp, one, 1e-4);
+}
+
+// Every "NAME=value" line of OUT, in order.
+std::vector<double> values_named(const std::string& out, const std::string& name) {
+  std::vector<double> values;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind(name + "=", 0) == 0) values.push_back(std::stod(line.substr(name.size() + 1)));
+  return values;
+}
+
+CliResult check_link(const std::string& delay_us, const std::string& rate_mbit) {
+  return run_shell("timeout 60 bash " PAGEDLLM_SOURCE_DIR
+                   "/tests/executor/link_emulator_check.sh " PAGEDLLM_LINK_EMULATOR " " +
+                   temp_path("link") + " " + delay_us + " " + rate_mbit);
+}
+
+// link_emulator, the stand-in for sch_netem: a datagram's round trip takes at least its two
+// one-way delays, and 2 MB at 40 Mbit/s at least 0.4 s; without delay and rate both are quick,
+// so that the wait is the emulator's doing.
+TEST(LinkEmulator, DelaysEachDirectionAndPacesToItsRate) {
+  const CliResult shaped = check_link("20000", "40");
+  if (shaped.code == 77) GTEST_SKIP() << shaped.err;
+  ASSERT_EQ(shaped.code, 0) << shaped.out << shaped.err;
+  const std::vector<double> rtts = values_named(shaped.out, "rtt_ms");
+  ASSERT_EQ(rtts.size(), 5u) << shaped.out;
+  for (double rtt : rtts) {
+    EXPECT_GE(rtt, 40.0);
+    EXPECT_LT(rtt, 1000.0);
+  }
+  const std::vector<double> transfer = values_named(shaped.out, "transfer_s");
+  ASSERT_EQ(transfer.size(), 1u) << shaped.out;
+  EXPECT_GE(transfer[0], 0.4);
+  EXPECT_LT(transfer[0], 20.0);
+
+  const CliResult bare = check_link("0", "0");
+  ASSERT_EQ(bare.code, 0) << bare.out << bare.err;
+  std::vector<double> bare_rtts = values_named(bare.out, "rtt_ms");
+  ASSERT_EQ(bare_rtts.size(), 5u) << bare.out;
+  std::sort(bare_rtts.begin(), bare_rtts.end());
+  EXPECT_LT(bare_rtts[2], 20.0);
+  EXPECT_LT(values_named(bare.out, "transfer_s").at(0), 0.4);
+}
+
 // With `mpirun --enable-recovery` the job outlives a dead rank long enough for rank 0's step
 // timeout: the stream in flight and the waiting request get 503, rank 0 says why and ends the
 // job. (Open MPI 4.1's mpirun then exits 0 whatever the ranks did: docs/SCALE-OUT.md.)

@@ -5,8 +5,10 @@
 # Exits 77 when this machine cannot create a namespace (no CAP_SYS_ADMIN): the caller skips.
 # usage: tp_netns.sh SCRATCH_DIR BINARY ARGS...
 # Env, to shape the link (scripts/bench-tp-link.sh): LINK_RATE (a tc rate, e.g. 1gbit: a token
-# bucket on both ends) and LINK_DELAY (e.g. 0.5ms each way: needs the kernel's sch_netem; the
-# script stops with exit 78 and says so where it is missing).
+# bucket on both ends) and LINK_DELAY (e.g. 0.5ms each way, with tc netem). Where the kernel has
+# no sch_netem, LINK_EMULATOR (the path of tests' link_emulator) carries the packets instead of
+# the veth pair: two TUN devices and a user-space copy with the same delay and rate; without it
+# the script stops with exit 78 and says why.
 set -u
 dir=$1 binary=$2
 shift 2
@@ -14,23 +16,83 @@ mkdir -p "$dir"
 tag=$$
 ns_a=pagedllm-a-$tag ns_b=pagedllm-b-$tag
 cleanup() {
+  [ -n "${emulator_pid:-}" ] && kill "$emulator_pid" 2>/dev/null && wait "$emulator_pid"
   ip netns del "$ns_a" 2>/dev/null
   ip netns del "$ns_b" 2>/dev/null
 }
 trap cleanup EXIT
-# Two namespaces, a veth pair between them, an address at each end. (`set -e` does not act in
+# Two namespaces with their loopback up; the link between them comes below. (`set -e` does not act in
 # a condition, hence the chain.)
 make_hosts() {
   ip netns add "$ns_a" && ip netns add "$ns_b" &&
-    ip link add "va$tag" type veth peer name "vb$tag" &&
+    ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up
+}
+if ! (make_hosts) 2>"$dir/netns.err"; then
+  echo "cannot create two network namespaces: $(cat "$dir/netns.err")" >&2
+  exit 77
+fi
+have_netem() {
+  tc -n "$ns_a" qdisc add dev lo root netem delay 1ms 2>/dev/null &&
+    tc -n "$ns_a" qdisc del dev lo root
+}
+# tc's rates (10gbit, 500mbit, 64kbit) in Mbit/s.
+rate_mbit() {
+  local n=${1%%[a-zA-Z]*} unit=${1##*[0-9.]}
+  case $unit in
+    gbit) awk "BEGIN { print $n * 1000 }" ;; mbit) echo "$n" ;; kbit) awk "BEGIN { print $n / 1000 }" ;;
+    *) echo "unknown rate unit in '$1' (gbit, mbit, kbit)" >&2; return 1 ;;
+  esac
+}
+# The link in user space (link_emulator): TUN devices of 65000 bytes, as a NIC's segmentation
+# offload hands the stack 64 KB at a time, so that the copy costs a few packets per message.
+emulate_link() {
+  local delay_us=0 rate=0
+  if [ -n "${LINK_DELAY:-}" ]; then
+    case $LINK_DELAY in
+      *ms) delay_us=$(awk "BEGIN { print ${LINK_DELAY%ms} * 1000 }") ;;
+      *us) delay_us=${LINK_DELAY%us} ;;
+      *) echo "LINK_DELAY '$LINK_DELAY': give it in ms or us" >&2; return 1 ;;
+    esac
+  fi
+  if [ -n "${LINK_RATE:-}" ]; then rate=$(rate_mbit "$LINK_RATE") || return 1; fi
+  "$LINK_EMULATOR" --tun-a "ta$tag" --tun-b "tb$tag" --delay-us "$delay_us" \
+    --rate-mbit "$rate" >"$dir/emulator.out" 2>"$dir/emulator.err" &
+  emulator_pid=$!
+  for _ in $(seq 100); do
+    grep -q ready "$dir/emulator.out" 2>/dev/null && break
+    kill -0 "$emulator_pid" 2>/dev/null || { cat "$dir/emulator.err"; return 1; }
+    sleep 0.05
+  done
+  ip link set "ta$tag" netns "$ns_a" && ip link set "tb$tag" netns "$ns_b" &&
+    ip -n "$ns_a" addr add 10.77.0.1/24 dev "ta$tag" &&
+    ip -n "$ns_b" addr add 10.77.0.2/24 dev "tb$tag" &&
+    ip -n "$ns_a" link set "ta$tag" mtu 65000 up && ip -n "$ns_b" link set "tb$tag" mtu 65000 up
+}
+emulator_pid=
+use_emulator=
+if [ -n "${LINK_DELAY:-}" ] && ! have_netem; then
+  if [ -z "${LINK_EMULATOR:-}" ] || [ ! -x "${LINK_EMULATOR:-}" ]; then
+    echo "cannot add link latency: this kernel has no sch_netem and LINK_EMULATOR names no" \
+      "link_emulator" >&2
+    exit 78
+  fi
+  use_emulator=1
+  echo "no sch_netem: link_emulator carries the link (delay ${LINK_DELAY}, rate ${LINK_RATE:-unlimited})" >&2
+fi
+make_veth() {
+  ip link add "va$tag" type veth peer name "vb$tag" &&
     ip link set "va$tag" netns "$ns_a" && ip link set "vb$tag" netns "$ns_b" &&
     ip -n "$ns_a" addr add 10.77.0.1/24 dev "va$tag" &&
     ip -n "$ns_b" addr add 10.77.0.2/24 dev "vb$tag" &&
-    ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
     ip -n "$ns_a" link set "va$tag" up && ip -n "$ns_b" link set "vb$tag" up
 }
-if ! (make_hosts) 2>"$dir/netns.err"; then
-  echo "cannot create two network namespaces joined by a veth pair: $(cat "$dir/netns.err")" >&2
+if [ -n "$use_emulator" ]; then
+  if ! emulate_link 2>"$dir/link.err"; then
+    echo "cannot start link_emulator: $(cat "$dir/link.err")" >&2
+    exit 78
+  fi
+elif ! (make_veth) 2>"$dir/link.err"; then
+  echo "cannot join the namespaces with a veth pair: $(cat "$dir/link.err")" >&2
   exit 77
 fi
 # Both ends of the veth, so that each direction is shaped.
@@ -48,7 +110,7 @@ shape_link() {
     fi
   done
 }
-if ! shape_link 2>"$dir/tc.err"; then
+if [ -z "$use_emulator" ] && ! shape_link 2>"$dir/tc.err"; then
   echo "cannot shape the link (LINK_RATE=${LINK_RATE:-} LINK_DELAY=${LINK_DELAY:-}): $(cat "$dir/tc.err")" >&2
   exit 78
 fi
