@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -49,7 +50,39 @@ Communicator& Communicator::world() {
       "and rebuild for --tensor-parallel-size > 1");
 }
 void Communicator::all_reduce_sum(float*, size_t) {}
-void Communicator::broadcast(std::vector<uint8_t>&, int, bool) {}
+// One broadcast of a fixed head (the size, then as many bytes as fit) and a second only for the
+// rest: a step's message usually fits in the head, so that a step costs one link latency, not
+// the two of a size broadcast followed by the bytes.
+void Communicator::broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wait) {
+  constexpr size_t kHeadBytes = 4096, kSizeBytes = sizeof(uint64_t);
+  constexpr size_t kInHead = kHeadBytes - kSizeBytes;
+  head_.resize(kHeadBytes);
+  if (rank_ == root) {
+    const uint64_t size = bytes.size();
+    std::memcpy(head_.data(), &size, kSizeBytes);
+    std::memcpy(head_.data() + kSizeBytes, bytes.data(), std::min<size_t>(size, kInHead));
+  }
+  MPI_Request request;
+  ++collectives_;
+  check(MPI_Ibcast(head_.data(), static_cast<int>(kHeadBytes), MPI_BYTE, root, MPI_COMM_WORLD,
+                   &request),
+        "broadcast");
+  const double waited = wait_for(request, "broadcast", *this, idle_wait);
+  if (!idle_wait) wait_s_ += waited;
+  uint64_t size = 0;
+  std::memcpy(&size, head_.data(), kSizeBytes);
+  if (rank_ != root) {
+    bytes.resize(size);
+    std::memcpy(bytes.data(), head_.data() + kSizeBytes, std::min<size_t>(size, kInHead));
+  }
+  if (size <= kInHead) return;
+  ++collectives_;
+  check(MPI_Ibcast(bytes.data() + kInHead, static_cast<int>(size - kInHead), MPI_BYTE, root,
+                   MPI_COMM_WORLD, &request),
+        "broadcast");
+  wait_s_ += wait_for(request, "broadcast", *this, false);
+}
+
 void Communicator::gather(const float* mine, std::span<const int> counts, float* all, int) {
   std::copy(mine, mine + counts[0], all);
 }
@@ -168,15 +201,18 @@ std::string diagnose(const Communicator& comm) {
   return out;
 }
 
-// Polls a nonblocking collective until it completes. Spins for the first millisecond (a step's
-// all-reduce completes in microseconds), then sleeps between polls so that a waiting rank
-// leaves its core to the others, answering rank 0's probe meanwhile. Past the deadline throws
-// PeerFailure, which on rank 0 names the ranks that did not answer the probe. Returns the
-// seconds it waited.
+// Polls a nonblocking collective until it completes. Polls without sleeping for the first
+// 20 ms, yielding the core between polls (to a rank that shares it, where the job is
+// oversubscribed): Open MPI's TCP transport moves a message only inside an MPI call, and a
+// rank that slept between polls from the first millisecond on took about 7 ms more per token
+// over a link of 0.5 ms each way (stories260K, TP 2: 14.1 ms per token against 7.2). Then it
+// sleeps between polls, so that a waiting rank leaves its core to the others, answering rank
+// 0's probe meanwhile. Past the deadline throws PeerFailure, which on rank 0 names the ranks
+// that did not answer the probe. Returns the seconds it waited.
 double wait_for(MPI_Request& request, const char* what, const Communicator& comm, bool idle) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
-  const auto spin = std::chrono::milliseconds(1);
+  const auto spin = std::chrono::milliseconds(20);
   const double patience = comm.timeout() + (comm.rank() == 0 ? 0.0 : kWorkerGrace);
   auto nap = std::chrono::microseconds(50);
   while (true) {
@@ -194,7 +230,10 @@ double wait_for(MPI_Request& request, const char* what, const Communicator& comm
       const std::string where = comm.rank() == 0 ? diagnose(comm) : "";
       throw PeerFailure(message + ": " + (where.empty() ? "a rank has died or hangs" : where));
     }
-    if (waited < spin) continue;
+    if (waited < spin) {
+      std::this_thread::yield();
+      continue;
+    }
     if (comm.rank() != 0) answer_probe(comm);
     std::this_thread::sleep_for(nap);
     nap = std::min(nap * 2, std::chrono::microseconds(idle ? 500 : 200));
@@ -215,17 +254,25 @@ bool Communicator::active() {
 
 namespace {
 
-// Open MPI's non-blocking all-reduce (libnbc) otherwise reduces to rank 0 and broadcasts back for
-// small messages: two link latencies per all-reduce where recursive doubling (each pair of ranks
-// exchanges and adds) needs one per doubling, log2(N) in all. Over TCP with 1 ms each way,
-// stories260K decoded 28.4 tokens/s with the default and 48.2 with recursive doubling; over
-// shared memory the two were within the noise. With a power-of-two rank count every rank adds the
-// same pair of values at each step (a + b == b + a in IEEE arithmetic), so all ranks keep
-// bit-identical activations. A value the user set (environment, mpirun -x, --mca) wins.
-void prefer_recursive_doubling_all_reduce() {
+// Open MPI's defaults where pagedllm's traffic differs from what they were tuned for; a value
+// the user set (environment, mpirun -x, --mca) wins.
+//  - Its non-blocking all-reduce (libnbc) reduces to rank 0 and broadcasts back for small
+//    messages: two link latencies per all-reduce, where recursive doubling (each pair of ranks
+//    exchanges and adds) needs one per doubling, log2(N) in all. Over TCP with 1 ms each way,
+//    stories260K decoded 28.4 tokens/s with the default and 48.2 with recursive doubling; over
+//    shared memory the two were within the noise. With a power-of-two rank count every rank adds
+//    the same pair of values at each step (a + b == b + a in IEEE arithmetic), so all ranks keep
+//    bit-identical activations.
+//  - Its TCP transport, progressed only from the rank's own MPI calls, fell in about half the
+//    runs into a stall of about 4 ms per collective over a link with latency (llama-1b bf16 over
+//    0.1 ms each way: 5.1 tokens/s against 11.3); with its progress thread, 9 runs of 9 read
+//    11.0-11.4 (bf16) and 18.0-18.9 (q8_0). Between ranks on one machine (shared memory) it is
+//    not used.
+void set_open_mpi_defaults() {
+  setenv("OMPI_MCA_btl_tcp_progress_thread", "1", /*overwrite=*/0);
   const int size = launcher_world_size();
-  if (size < 2 || (size & (size - 1)) != 0) return;
-  setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "4", /*overwrite=*/0);
+  if (size >= 2 && (size & (size - 1)) == 0)
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "4", /*overwrite=*/0);
 }
 
 }  // namespace
@@ -236,7 +283,7 @@ Communicator& Communicator::world() {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (!initialized) {
-      prefer_recursive_doubling_all_reduce();
+      set_open_mpi_defaults();
       int provided = 0;
       MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
       if (provided < MPI_THREAD_SERIALIZED)

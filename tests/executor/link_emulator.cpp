@@ -57,6 +57,8 @@ class Direction {
       : delay_ns_(delay_ns), ns_per_byte_(ns_per_byte) {}
 
   void admit(std::vector<uint8_t> packet, int64_t arrival_ns) {
+    ++packets_;
+    bytes_ += packet.size();
     // Serialization behind the packets still leaving, then the propagation delay.
     const int64_t start = std::max(arrival_ns, line_free_ns_);
     line_free_ns_ = start + static_cast<int64_t>(ns_per_byte_ * static_cast<double>(packet.size()));
@@ -68,11 +70,15 @@ class Direction {
     while (!in_flight_.empty() && in_flight_.front().due_ns <= now) {
       const std::vector<uint8_t>& bytes = in_flight_.front().bytes;
       // A full device queue drops the packet, as a full link would; TCP resends it.
-      [[maybe_unused]] const ssize_t written = write(fd, bytes.data(), bytes.size());
+      if (write(fd, bytes.data(), bytes.size()) < 0) ++dropped_;
       in_flight_.pop_front();
     }
     return in_flight_.empty() ? -1 : in_flight_.front().due_ns;
   }
+
+  uint64_t packets() const { return packets_; }
+  uint64_t bytes() const { return bytes_; }
+  uint64_t dropped() const { return dropped_; }
 
  private:
   struct Packet {
@@ -82,6 +88,7 @@ class Direction {
   int64_t delay_ns_;
   double ns_per_byte_;
   int64_t line_free_ns_ = 0;
+  uint64_t packets_ = 0, bytes_ = 0, dropped_ = 0;
   std::deque<Packet> in_flight_;
 };
 
@@ -115,6 +122,12 @@ void run(int fd_a, int fd_b, int64_t delay_ns, double rate_mbit, size_t mtu) {
     if (fds[0].revents & POLLIN) read_all(fd_a, a_to_b, mtu);
     if (fds[1].revents & POLLIN) read_all(fd_b, b_to_a, mtu);
   }
+  // What went over the link, for the benchmarks' accounts (messages per token).
+  for (const auto& [name, d] : {std::pair{"a to b", &a_to_b}, std::pair{"b to a", &b_to_a}})
+    std::fprintf(stderr, "link_emulator: %s %llu packets, %llu bytes, %llu dropped\n", name,
+                 static_cast<unsigned long long>(d->packets()),
+                 static_cast<unsigned long long>(d->bytes()),
+                 static_cast<unsigned long long>(d->dropped()));
 }
 
 }  // namespace
@@ -124,6 +137,7 @@ int main(int argc, char** argv) {
   std::string tun_a, tun_b;
   double delay_us = 0, rate_mbit = 0;
   size_t mtu = 65000;
+  bool realtime = true;
   app.add_option("--tun-a", tun_a, "First TUN device to create")->required();
   app.add_option("--tun-b", tun_b, "Second TUN device to create")->required();
   app.add_option("--delay-us", delay_us, "One-way delay in microseconds")
@@ -132,6 +146,7 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--mtu", mtu, "Largest packet read (the devices' MTU)")
       ->check(CLI::Range(576, 65535));
+  app.add_flag("!--no-realtime", realtime, "Run at normal priority rather than SCHED_FIFO");
   CLI11_PARSE(app, argc, argv);
   try {
     const int fd_a = open_tun(tun_a), fd_b = open_tun(tun_b);
@@ -140,7 +155,7 @@ int main(int argc, char** argv) {
     prctl(PR_SET_TIMERSLACK, 1UL);  // wake at the due time, not 50 us after it
     sched_param priority{};
     priority.sched_priority = 10;
-    if (sched_setscheduler(0, SCHED_FIFO, &priority) != 0)
+    if (realtime && sched_setscheduler(0, SCHED_FIFO, &priority) != 0)
       std::fprintf(stderr, "link_emulator: no SCHED_FIFO (%s); delays may stretch under load\n",
                    strerror(errno));
     std::printf("ready\n");

@@ -34,7 +34,7 @@ for _ in $(seq 100); do
 done
 ip link set "la$tag" netns "$ns_a" && ip link set "lb$tag" netns "$ns_b" &&
   ip -n "$ns_a" addr add 10.78.0.1/24 dev "la$tag" && ip -n "$ns_b" addr add 10.78.0.2/24 dev "lb$tag" &&
-  ip -n "$ns_a" link set "la$tag" mtu 65000 up && ip -n "$ns_b" link set "lb$tag" mtu 65000 up || exit 1
+  ip -n "$ns_a" link set "la$tag" mtu 1500 up && ip -n "$ns_b" link set "lb$tag" mtu 1500 up || exit 1
 # The far end: echoes 5 datagrams, then takes one TCP stream to its end and answers one byte.
 ip netns exec "$ns_b" /usr/bin/python3 -c '
 import socket

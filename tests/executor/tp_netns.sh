@@ -43,8 +43,10 @@ rate_mbit() {
     *) echo "unknown rate unit in '$1' (gbit, mbit, kbit)" >&2; return 1 ;;
   esac
 }
-# The link in user space (link_emulator): TUN devices of 65000 bytes, as a NIC's segmentation
-# offload hands the stack 64 KB at a time, so that the copy costs a few packets per message.
+# The link in user space (link_emulator), with Ethernet's 1500-byte MTU (LINK_MTU to change it).
+# With 65000-byte packets a message of 256 KB went as a few giant segments, and a run at a time
+# fell into stalls of about 4 ms per collective (llama-1b over 0.1 ms each way: 5.5 tokens/s
+# against 19-20); at 1500 or 9000 bytes every run read 18.5-19.6.
 emulate_link() {
   local delay_us=0 rate=0
   if [ -n "${LINK_DELAY:-}" ]; then
@@ -56,7 +58,7 @@ emulate_link() {
   fi
   if [ -n "${LINK_RATE:-}" ]; then rate=$(rate_mbit "$LINK_RATE") || return 1; fi
   "$LINK_EMULATOR" --tun-a "ta$tag" --tun-b "tb$tag" --delay-us "$delay_us" \
-    --rate-mbit "$rate" >"$dir/emulator.out" 2>"$dir/emulator.err" &
+    --rate-mbit "$rate" ${LINK_EMULATOR_ARGS:-} >"$dir/emulator.out" 2>"$dir/emulator.err" &
   emulator_pid=$!
   for _ in $(seq 100); do
     grep -q ready "$dir/emulator.out" 2>/dev/null && break
@@ -66,7 +68,7 @@ emulate_link() {
   ip link set "ta$tag" netns "$ns_a" && ip link set "tb$tag" netns "$ns_b" &&
     ip -n "$ns_a" addr add 10.77.0.1/24 dev "ta$tag" &&
     ip -n "$ns_b" addr add 10.77.0.2/24 dev "tb$tag" &&
-    ip -n "$ns_a" link set "ta$tag" mtu 65000 up && ip -n "$ns_b" link set "tb$tag" mtu 65000 up
+    ip -n "$ns_a" link set "ta$tag" mtu "${LINK_MTU:-1500}" up && ip -n "$ns_b" link set "tb$tag" mtu "${LINK_MTU:-1500}" up
 }
 emulator_pid=
 use_emulator=
@@ -114,22 +116,25 @@ if [ -z "$use_emulator" ] && ! shape_link 2>"$dir/tc.err"; then
   echo "cannot shape the link (LINK_RATE=${LINK_RATE:-} LINK_DELAY=${LINK_DELAY:-}): $(cat "$dir/tc.err")" >&2
   exit 78
 fi
+# Each "host" has a core of its own, as two machines would (where this machine has two), so that
+# the kernel never puts both ranks on one core to meet only at its 4 ms tick.
+core_a=0 core_b=$(($(nproc) > 1 ? 1 : 0))
 # mpirun calls its remote-launch agent as `agent HOST COMMAND...`, as it would call ssh.
 cat >"$dir/agent.sh" <<AGENT
 #!/bin/sh
 host=\$1
 shift
-ns=$ns_a
-[ "\$host" = 10.77.0.2 ] && ns=$ns_b
+ns=$ns_a core=$core_a
+[ "\$host" = 10.77.0.2 ] && ns=$ns_b core=$core_b
 echo "launched on \$host in \$ns" >>"$dir/launches"
-exec ip netns exec "\$ns" sh -c "\$*"
+exec ip netns exec "\$ns" taskset -c "\$core" sh -c "\$*"
 AGENT
 chmod +x "$dir/agent.sh"
 rm -f "$dir/launches"
 set +e
-# --bind-to none: each "host" would bind its rank to its core 0, which is the same core here, and
-# two ranks polling on one core meet only at the scheduler's tick (4 ms per message).
-ip netns exec "$ns_a" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
+# --bind-to none: each "host" would bind its rank to its core 0, which is the same core here; the
+# cores come from taskset instead.
+ip netns exec "$ns_a" taskset -c "$core_a" mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 \
   --host 10.77.0.1:1,10.77.0.2:1 --mca plm_rsh_agent "$dir/agent.sh" \
   --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/24 \
   --mca oob_tcp_if_include 10.77.0.0/24 \
