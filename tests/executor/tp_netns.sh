@@ -8,7 +8,7 @@
 # bucket on both ends) and LINK_DELAY (e.g. 0.5ms each way, with tc netem). Where the kernel has
 # no sch_netem, LINK_EMULATOR (the path of tests' link_emulator) carries the packets instead of
 # the veth pair: two TUN devices and a user-space copy with the same delay and rate; without it
-# the script stops with exit 78 and says why.
+# the script stops with exit 78 and says why (77 where the emulator cannot start: no TUN).
 set -u
 dir=$1 binary=$2
 shift 2
@@ -90,8 +90,9 @@ make_veth() {
 }
 if [ -n "$use_emulator" ]; then
   if ! emulate_link 2>"$dir/link.err"; then
+    # No TUN device here (/dev/net/tun), say: the machine cannot, as without namespaces.
     echo "cannot start link_emulator: $(cat "$dir/link.err")" >&2
-    exit 78
+    exit 77
   fi
 elif ! (make_veth) 2>"$dir/link.err"; then
   echo "cannot join the namespaces with a veth pair: $(cat "$dir/link.err")" >&2
