@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -50,39 +49,7 @@ Communicator& Communicator::world() {
       "and rebuild for --tensor-parallel-size > 1");
 }
 void Communicator::all_reduce_sum(float*, size_t) {}
-// One broadcast of a fixed head (the size, then as many bytes as fit) and a second only for the
-// rest: a step's message usually fits in the head, so that a step costs one link latency, not
-// the two of a size broadcast followed by the bytes.
-void Communicator::broadcast(std::vector<uint8_t>& bytes, int root, bool idle_wait) {
-  constexpr size_t kHeadBytes = 4096, kSizeBytes = sizeof(uint64_t);
-  constexpr size_t kInHead = kHeadBytes - kSizeBytes;
-  head_.resize(kHeadBytes);
-  if (rank_ == root) {
-    const uint64_t size = bytes.size();
-    std::memcpy(head_.data(), &size, kSizeBytes);
-    std::memcpy(head_.data() + kSizeBytes, bytes.data(), std::min<size_t>(size, kInHead));
-  }
-  MPI_Request request;
-  ++collectives_;
-  check(MPI_Ibcast(head_.data(), static_cast<int>(kHeadBytes), MPI_BYTE, root, MPI_COMM_WORLD,
-                   &request),
-        "broadcast");
-  const double waited = wait_for(request, "broadcast", *this, idle_wait);
-  if (!idle_wait) wait_s_ += waited;
-  uint64_t size = 0;
-  std::memcpy(&size, head_.data(), kSizeBytes);
-  if (rank_ != root) {
-    bytes.resize(size);
-    std::memcpy(bytes.data(), head_.data() + kSizeBytes, std::min<size_t>(size, kInHead));
-  }
-  if (size <= kInHead) return;
-  ++collectives_;
-  check(MPI_Ibcast(bytes.data() + kInHead, static_cast<int>(size - kInHead), MPI_BYTE, root,
-                   MPI_COMM_WORLD, &request),
-        "broadcast");
-  wait_s_ += wait_for(request, "broadcast", *this, false);
-}
-
+void Communicator::broadcast(std::vector<uint8_t>&, int, bool) {}
 void Communicator::gather(const float* mine, std::span<const int> counts, float* all, int) {
   std::copy(mine, mine + counts[0], all);
 }

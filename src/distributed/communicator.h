@@ -95,8 +95,7 @@ class Communicator {
   uint64_t collectives_ = 0;
   double wait_s_ = 0.0;
   std::atomic<double> hurry_s_{0.0};
-  std::vector<int> offsets_;   // gather()'s displacements, kept across steps
-  std::vector<uint8_t> head_;  // broadcast()'s first message: the size and the first bytes
+  std::vector<int> offsets_;  // gather()'s displacements, kept across steps
 };
 
 }  // namespace pagedllm::distributed
