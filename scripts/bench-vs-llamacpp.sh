@@ -53,6 +53,8 @@
 #                                   server) take none
 #   BANDWIDTH [1]                   pagedllm's tg runs with --bandwidth; its median streaming
 #                                   read (GB/s) is printed with the machine
+#   PAGEDLLM_COMMIT                 the commit to print where the tree has no .git (a copy on
+#                                   another machine: scripts/bundle-for-remote.sh)
 # Smoke test: ROUNDS=1 MODELS=llama-110m-q4_0 PP=64 TG=16 BPP=32 BTG=16 NPL=4
 #
 # One full round of one llama-110m file takes about 1.5-2 minutes on 2 threads (pp512, tg128 and
