@@ -5,13 +5,14 @@
 # Exits 77 when this machine cannot create a namespace or a TUN device (the caller skips).
 # usage: link_emulator_check.sh EMULATOR SCRATCH_DIR DELAY_US RATE_MBIT
 set -u
+source "$(dirname "$0")/emulated_link.sh"
 emulator=$1 dir=$2 delay_us=$3 rate=$4
 mkdir -p "$dir"
 tag=$$
 ns_a=pagedllm-la-$tag ns_b=pagedllm-lb-$tag
-pid=
+emulator_pid=
 cleanup() {
-  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid"
+  [ -n "$emulator_pid" ] && kill "$emulator_pid" 2>/dev/null && wait "$emulator_pid"
   ip netns del "$ns_a" 2>/dev/null
   ip netns del "$ns_b" 2>/dev/null
 }
@@ -20,21 +21,12 @@ if ! { ip netns add "$ns_a" && ip netns add "$ns_b"; } 2>"$dir/netns.err"; then
   echo "cannot create network namespaces: $(cat "$dir/netns.err")" >&2
   exit 77
 fi
-"$emulator" --tun-a "la$tag" --tun-b "lb$tag" --delay-us "$delay_us" --rate-mbit "$rate" \
-  >"$dir/emulator.out" 2>"$dir/emulator.err" &
-pid=$!
-for _ in $(seq 100); do
-  grep -q ready "$dir/emulator.out" 2>/dev/null && break
-  if ! kill -0 "$pid" 2>/dev/null; then
-    pid=
-    echo "link_emulator did not start: $(cat "$dir/emulator.err")" >&2
-    exit 77
-  fi
-  sleep 0.05
-done
-ip link set "la$tag" netns "$ns_a" && ip link set "lb$tag" netns "$ns_b" &&
-  ip -n "$ns_a" addr add 10.78.0.1/24 dev "la$tag" && ip -n "$ns_b" addr add 10.78.0.2/24 dev "lb$tag" &&
-  ip -n "$ns_a" link set "la$tag" mtu 1500 up && ip -n "$ns_b" link set "lb$tag" mtu 1500 up || exit 1
+if ! start_emulated_link "$emulator" "$dir" "$ns_a" "$ns_b" "l$tag" 10.78.0.1 10.78.0.2 \
+  "$delay_us" "$rate" 1500 2>"$dir/link.err"; then
+  [ -z "$emulator_pid" ] && { echo "link_emulator did not start: $(cat "$dir/link.err")" >&2; exit 77; }
+  cat "$dir/link.err" >&2
+  exit 1
+fi
 # The far end: echoes 5 datagrams, then takes one TCP stream to its end and answers one byte.
 ip netns exec "$ns_b" /usr/bin/python3 -c '
 import socket

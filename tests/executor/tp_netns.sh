@@ -10,6 +10,7 @@
 # the veth pair: two TUN devices and a user-space copy with the same delay and rate; without it
 # the script stops with exit 78 and says why (77 where the emulator cannot start: no TUN).
 set -u
+source "$(dirname "$0")/emulated_link.sh"
 dir=$1 binary=$2
 shift 2
 mkdir -p "$dir"
@@ -43,10 +44,8 @@ rate_mbit() {
     *) echo "unknown rate unit in '$1' (gbit, mbit, kbit)" >&2; return 1 ;;
   esac
 }
-# The link in user space (link_emulator), with Ethernet's 1500-byte MTU (LINK_MTU to change it).
-# With 65000-byte packets a message of 256 KB went as a few giant segments, and a run at a time
-# fell into stalls of about 4 ms per collective (llama-1b over 0.1 ms each way: 5.5 tokens/s
-# against 19-20); at 1500 or 9000 bytes every run read 18.5-19.6.
+# The link in user space (link_emulator, emulated_link.sh), with Ethernet's 1500-byte MTU
+# (LINK_MTU to change it), as the veth pair has.
 emulate_link() {
   local delay_us=0 rate=0
   if [ -n "${LINK_DELAY:-}" ]; then
@@ -57,18 +56,9 @@ emulate_link() {
     esac
   fi
   if [ -n "${LINK_RATE:-}" ]; then rate=$(rate_mbit "$LINK_RATE") || return 1; fi
-  "$LINK_EMULATOR" --tun-a "ta$tag" --tun-b "tb$tag" --delay-us "$delay_us" \
-    --rate-mbit "$rate" ${LINK_EMULATOR_ARGS:-} >"$dir/emulator.out" 2>"$dir/emulator.err" &
-  emulator_pid=$!
-  for _ in $(seq 100); do
-    grep -q ready "$dir/emulator.out" 2>/dev/null && break
-    kill -0 "$emulator_pid" 2>/dev/null || { cat "$dir/emulator.err"; return 1; }
-    sleep 0.05
-  done
-  ip link set "ta$tag" netns "$ns_a" && ip link set "tb$tag" netns "$ns_b" &&
-    ip -n "$ns_a" addr add 10.77.0.1/24 dev "ta$tag" &&
-    ip -n "$ns_b" addr add 10.77.0.2/24 dev "tb$tag" &&
-    ip -n "$ns_a" link set "ta$tag" mtu "${LINK_MTU:-1500}" up && ip -n "$ns_b" link set "tb$tag" mtu "${LINK_MTU:-1500}" up
+  # shellcheck disable=SC2086 # LINK_EMULATOR_ARGS: flags, split on purpose
+  start_emulated_link "$LINK_EMULATOR" "$dir" "$ns_a" "$ns_b" "t$tag" 10.77.0.1 10.77.0.2 \
+    "$delay_us" "$rate" "${LINK_MTU:-1500}" ${LINK_EMULATOR_ARGS:-}
 }
 emulator_pid=
 use_emulator=
