@@ -10,6 +10,7 @@
 # usage: scripts/bundle-for-remote.sh OUT_DIR
 #   then, on the other machine, from a copy of this repository with OUT_DIR beside it:
 #   bash OUT_DIR/run.sh [bench-vs-llamacpp.sh's environment, e.g. MODELS=... ROUNDS=...]
+#   (BENCH_SCRIPT=bench-vs-llamacpp-all.sh: every table, as scripts/bench-vs-llamacpp-all.sh)
 # Env: LLAMA_CPP_DIR, IK_LLAMA_DIR (as bench-vs-llamacpp.sh; folders missing are left out),
 #      PAGEDLLM [./build/pagedllm], TESTS [./build/tests/pagedllm_tests].
 # The extracted files go to /tmp/pagedllm-remote there. The binaries must suit that CPU: the
@@ -64,7 +65,8 @@ done
 cat >"$out/run.sh" <<'RUN'
 #!/bin/bash
 # Unpacks the bundle to /tmp/pagedllm-remote and runs scripts/bench-vs-llamacpp.sh with it
-# (from the repository's root); the environment passes through.
+# (from the repository's root; BENCH_SCRIPT=bench-vs-llamacpp-all.sh runs every table of the
+# host instead); the environment passes through.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p /tmp/pagedllm-remote
@@ -73,7 +75,7 @@ export PAGEDLLM=$here/wrappers/pagedllm
 export LLAMA_CPP_DIR="" IK_LLAMA_DIR=""  # a peer left out stays out
 [ -d "$here/wrappers/llama" ] && LLAMA_CPP_DIR=$here/wrappers/llama
 [ -d "$here/wrappers/ik" ] && IK_LLAMA_DIR=$here/wrappers/ik
-exec bash scripts/bench-vs-llamacpp.sh
+exec bash "scripts/${BENCH_SCRIPT:-bench-vs-llamacpp.sh}"
 RUN
 chmod +x "$out/run.sh"
 echo "$out: $(du -sh "$out" | cut -f1) (peers: ${peers[*]:-none}); on the other machine:" \
