@@ -41,9 +41,11 @@
 #   RESULTS        results folder [/tmp/bench-vs-llamacpp]; each run writes run-<UTC time>/
 #                  with results.jsonl (one line per engine, model, shape and round), raw/ (every
 #                  engine's own output) and table.md
-#   PP [512] TG [128]               pp and tg lengths
+#   PP [512] TG [128]               pp and tg lengths; PP=0: no pp shape
 #   DEPTHS [""]                     e.g. "4096 16384": also tg$TG after that many tokens
-#   BPP [128] BTG [128] NPL [32]    batched: NPL sequences of BPP prompt + BTG generated tokens
+#   BPP [128] BTG [128] NPL [32]    batched: NPL sequences of BPP prompt + BTG generated tokens;
+#                                   NPL=0: no batched shape (PP=0 NPL=0 ROUNDS=6: decode alone,
+#                                   more rounds in the time, where the host's bandwidth drifts)
 #   LLAMA_CPP_BENCH_ARGS [""]  LLAMA_CPP_BATCHED_ARGS [""]   extra llama-bench and
 #                                   llama-batched-bench flags for llama.cpp (flash attention is
 #                                   "auto" there: on where the backend has the op, as the CPU)
@@ -162,8 +164,8 @@ run_engine() {  # ENGINE MODEL FILE ROUND
     "$PAGEDLLM" bench latency --model "$f" -p "$PP" -n "$TG" -r 1 --threads "$THREADS" --json \
       "${pagedllm_args[@]}" \
       "${bw[@]}" >"$base-latency.json" 2>"$base-latency.log" || true
-    record "$e" "$m" "pp$PP" "$r" "$(json_field "$base-latency.json" pp_tokens_per_s)" \
-      "$base-latency.json"
+    [ "$PP" -gt 0 ] && record "$e" "$m" "pp$PP" "$r" \
+      "$(json_field "$base-latency.json" pp_tokens_per_s)" "$base-latency.json"
     record "$e" "$m" "tg$TG" "$r" "$(json_field "$base-latency.json" tg_tokens_per_s)" \
       "$base-latency.json"
     if [ "$BANDWIDTH" = 1 ]; then
@@ -178,6 +180,7 @@ run_engine() {  # ENGINE MODEL FILE ROUND
       record "$e" "$m" "tg$TG@d$d" "$r" "$(json_field "$base-tg-d$d.json" tg_tokens_per_s)" \
         "$base-tg-d$d.json"
     done
+    [ "$NPL" -gt 0 ] || return 0
     "$PAGEDLLM" bench throughput --model "$f" --num-prompts "$NPL" --input-len "$BPP" \
       "${pagedllm_args[@]}" \
       --output-len "$BTG" --threads "$THREADS" --json >"$base-batched.json" \
@@ -198,7 +201,8 @@ run_engine() {  # ENGINE MODEL FILE ROUND
   # The peers run in the raw folder: whatever log file they leave stays there.
   (cd "$raw" && "$bin/llama-bench" -m "$f" -p "$PP" -n "$TG" -r 1 -t "$THREADS" -o json "${x[@]}" \
     >"$base-latency.json" 2>"$base-latency.log") || true
-  record "$e" "$m" "pp$PP" "$r" "$(bench_ts "$base-latency.json" "$PP" 0)" "$base-latency.json"
+  [ "$PP" -gt 0 ] && record "$e" "$m" "pp$PP" "$r" "$(bench_ts "$base-latency.json" "$PP" 0)" \
+    "$base-latency.json"
   record "$e" "$m" "tg$TG" "$r" "$(bench_ts "$base-latency.json" 0 "$TG")" "$base-latency.json"
   for d in $DEPTHS; do
     local depth=(-p 0 -n "$TG" -d "$d") want=(0 "$TG")
@@ -210,6 +214,7 @@ run_engine() {  # ENGINE MODEL FILE ROUND
     record "$e" "$m" "tg$TG@d$d" "$r" "$(bench_ts "$base-tg-d$d.json" "${want[@]}")" \
       "$base-tg-d$d.json"
   done
+  [ "$NPL" -gt 0 ] || return 0
   (cd "$raw" && "$bin/llama-batched-bench" -m "$f" -c "$CTX" -b 2048 -ub 512 -npp "$BPP" \
     -ntg "$BTG" -npl "$NPL" -t "$THREADS" "${xb[@]}" >"$base-batched.txt" 2>&1) || true
   record "$e" "$m" "batched" "$r" "$(batched_ts "$base-batched.txt")" "$base-batched.txt"
@@ -248,7 +253,7 @@ pagedllm_isa=$(grep -h -m1 -o 'isa=[^ ]*' "$raw"/*-pagedllm-r*-latency.log 2>/de
     echo "Model files in $MODEL_DIR; missing ones made by $QUANTIZE ($(git -C "$qdir" \
       rev-parse --short=9 HEAD 2>/dev/null || echo unknown)), quantize-*.log in raw/ when made"
   fi
-  echo "Batched: $NPL x ($BPP + $BTG) tokens, prompt + generated tokens per second (llama-batched-bench S t/s, pagedllm total_tokens_per_s)"
+  [ "$NPL" -gt 0 ] && echo "Batched: $NPL x ($BPP + $BTG) tokens, prompt + generated tokens per second (llama-batched-bench S t/s, pagedllm total_tokens_per_s)"
   echo
   /usr/bin/python3 - "$out" <<'PY'
 import json, statistics, sys
