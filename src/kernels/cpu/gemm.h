@@ -48,8 +48,7 @@ constexpr int kMaxTileRows = 4;
 constexpr int kMaxTilePanels = 4;
 // The AVX-512 f32 tile for batches (gemm.cpp tile_shape): 8 rows x 3 panels, 24 accumulators.
 constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
-// The AVX2 tile: up to 6 rows of one panel (f32) or half panel (bf16) per pass (gemm_avx2.cpp),
-// 2 panels per tile.
+// The AVX2 tile: up to 6 rows of one panel per pass (gemm_avx2.cpp), 2 panels per tile.
 constexpr int kAvx2Rows = 6;
 // The AVX2 int8 tile: up to 8 rows of a half panel per pass (gemm_int8_avx2.cpp).
 constexpr int kAvx2Int8Rows = 8;

@@ -4,9 +4,10 @@
 // of 16 outputs is two 8-lane vectors. f32 takes up to kAvx2Rows rows of one panel at a time:
 // 12 independent FMA chains cover the FMA latency (4-5 cycles at 2 per cycle), and per k 2 weight
 // loads and 6 broadcasts feed 12 FMAs. bf16 has two chains per output: batches take up to
-// kAvx2Rows rows of a half panel (12 accumulators), with the activations widened to f32 once per
-// product (Bf16Activations::widened) so that each row's pair is two broadcasts from memory rather
-// than a shift and a mask per panel; decode takes whole panels, one row at a time.
+// kAvx2Rows rows of a whole panel and run a block's two chains one after the other
+// (bf16_batch_rows), with the activations widened to f32 once per product
+// (Bf16Activations::widened) so that each row's pair is two broadcasts from memory rather than a
+// shift and a mask per panel; decode takes whole panels, one row at a time.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -28,10 +29,9 @@ inline __m256 odd_of(__m256i v) {
   return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(~0xFFFF)));
 }
 
-// Rows [m_offset, m_offset + MR) of the tile against V 8-output vectors of the panels from p,
-// starting at vector v0 of panel p (V = 1, v0 = 1: the second half of panel p).
+// Rows [m_offset, m_offset + MR) of the tile against V 8-output vectors of the panels from p.
 template <int MR, int V, PanelStorage kS>
-void rows(const TileArgs& a, int p, int v0, int m_offset) {
+void rows(const TileArgs& a, int p, int m_offset) {
   constexpr bool kPairs = kS == PanelStorage::kBF16;
   // A step is one k, or one k pair for bf16.
   constexpr int kBlock = kPairs ? kKBlock / 2 : kKBlock;
@@ -39,9 +39,9 @@ void rows(const TileArgs& a, int p, int v0, int m_offset) {
   alignas(32) float total[MR][V * 8] = {};
   // Every pointer the steps read through, set once: computed per step from the TileArgs, the
   // address arithmetic took the integer ports the FMAs share (about 14 instructions per 12 FMAs).
-  // Panels from p (v0 + V vectors span at most V / kHalves + 1); a vector's column is its panel's
-  // base plus a constant where v0 is one (decode passes 0), so the loads share base registers.
-  constexpr int kSpan = V / kHalves + 1;
+  // Panels from p; a vector's column is its panel's base plus a constant, so the loads share base
+  // registers.
+  constexpr int kSpan = (V + kHalves - 1) / kHalves;
   const float* f32_panels[kSpan] = {};
   const uint16_t* bf16_panels[kSpan] = {};
   for (int q = 0; q < kSpan && p + q < a.w->panels(); ++q) {
@@ -51,19 +51,13 @@ void rows(const TileArgs& a, int p, int v0, int m_offset) {
       f32_panels[q] = a.w->f32_panel(p + q);
     }
   }
-  const auto f32_column = [&](int v) {
-    return f32_panels[(v0 + v) / kHalves] + ((v0 + v) % kHalves) * 8;
-  };
-  const auto bf16_column = [&](int v) {
-    return bf16_panels[(v0 + v) / kHalves] + ((v0 + v) % kHalves) * 16;
-  };
+  const auto f32_column = [&](int v) { return f32_panels[v / kHalves] + (v % kHalves) * 8; };
+  const auto bf16_column = [&](int v) { return bf16_panels[v / kHalves] + (v % kHalves) * 16; };
   const float* x_rows[MR] = {};
   const uint32_t* pair_rows[MR] = {};
-  const float* wide_rows[MR] = {};
   for (int m = 0; m < MR; ++m) {
     if constexpr (kPairs) {
       pair_rows[m] = a.xb->row(a.m0 + m_offset + m);
-      if (MR > 2) wide_rows[m] = a.xb->widened_row(a.m0 + m_offset + m);
     } else {
       x_rows[m] = a.x + static_cast<size_t>(m_offset + m) * a.ldx;
     }
@@ -105,14 +99,8 @@ void rows(const TileArgs& a, int p, int v0, int m_offset) {
           prefetch_stream(bf16_column(v) + i * 2 * PackedMatrix::kPanel);
       }
       for (int m = 0; m < MR; ++m) {
-        __m256 x_odd, x_even;
-        if constexpr (MR > 2) {
-          x_odd = _mm256_broadcast_ss(wide_rows[m] + 2 * i + 1);
-          x_even = _mm256_broadcast_ss(wide_rows[m] + 2 * i);
-        } else {
-          const __m256i x = _mm256_set1_epi32(static_cast<int>(pair_rows[m][i]));
-          x_odd = odd_of(x), x_even = even_of(x);
-        }
+        const __m256i x = _mm256_set1_epi32(static_cast<int>(pair_rows[m][i]));
+        const __m256 x_odd = odd_of(x), x_even = even_of(x);
         for (int v = 0; v < V; ++v) {
           chain[m][v] = _mm256_fmadd_ps(x_odd, odd_of(w[v]), chain[m][v]);
           chain[m][v] = _mm256_fmadd_ps(x_even, even_of(w[v]), chain[m][v]);
@@ -145,7 +133,7 @@ void rows(const TileArgs& a, int p, int v0, int m_offset) {
   }
   for (int m = 0; m < MR; ++m) {
     for (int c = 0; c < V * 8; ++c) {
-      const int n = p * PackedMatrix::kPanel + v0 * 8 + c;
+      const int n = p * PackedMatrix::kPanel + c;
       if (n >= a.n_end) break;
       a.y[static_cast<size_t>(m_offset + m) * a.ldy + n] =
           total[m][c] + (a.bias ? a.bias[n] : 0.0f);
@@ -160,7 +148,7 @@ void f32_rows(const TileArgs& a, int p, int m, int count) {
   if constexpr (MR > 1) {
     if (count < MR) return f32_rows<MR - 1>(a, p, m, count);
   }
-  rows<MR, kHalves, PanelStorage::kF32>(a, p, 0, m);
+  rows<MR, kHalves, PanelStorage::kF32>(a, p, m);
 }
 
 // The first of `rows` rows that group g of `groups` takes, the rows split evenly.
@@ -173,8 +161,8 @@ void dispatch_f32(const TileArgs& a) {
   // rather than 2 hide the FMA latency on the weights that come from cache, and 4 streams are in
   // flight (llama-110m f32 tg64 on the AVX2 paths, 3 alternating rounds: one panel per pass
   // 64.9-67.8 tok/s, two 67.9-70.0, four 68.6-71.1).
-  if (a.mr == 1 && a.np == 4) return rows<1, 4 * kHalves, PanelStorage::kF32>(a, a.p, 0, 0);
-  if (a.mr == 1 && a.np == 2) return rows<1, 2 * kHalves, PanelStorage::kF32>(a, a.p, 0, 0);
+  if (a.mr == 1 && a.np == 4) return rows<1, 4 * kHalves, PanelStorage::kF32>(a, a.p, 0);
+  if (a.mr == 1 && a.np == 2) return rows<1, 2 * kHalves, PanelStorage::kF32>(a, a.p, 0);
   const int groups = (a.mr + kAvx2Rows - 1) / kAvx2Rows;
   for (int q = 0; q < a.np; ++q) {
     for (int g = 0; g < groups; ++g) {
@@ -184,39 +172,97 @@ void dispatch_f32(const TileArgs& a) {
   }
 }
 
-// bf16: each half panel in row groups of up to kAvx2Rows: 2 chains x 6 rows of accumulators, and
-// the weights' odd and even halves, stay in registers (llama-110m bf16 pp512 on the AVX2 paths:
-// 4 rows with the pairs widened in registers 542-568 tok/s, 4 rows widened once 596-621, 6 rows
-// 721-750). Up to kBf16PanelRows rows (decode) take whole panels per pass instead.
-constexpr int kBf16PanelRows = 2;
+// bf16 batches: rows [m_offset, m_offset + MR) against the whole panel p, one chain at a time.
+// gemm.h's two chains per block (its even and odd pairs) are independent, so a block runs all of
+// its even pairs, then all of its odd ones, and only one chain's MR x 2 accumulators are live:
+// per pair a row's two broadcasts (its odd k, then its even k) feed 4 FMAs, and the panel's line
+// widens once for all rows (BM_Gemm bf16 M=512 N=4096 K=768 on the AVX2 paths, one thread:
+// 6 rows of a half panel with both chains live 64.6 GFLOP/s, 5 rows of a whole panel ...).
+template <int MR>
+void bf16_batch_rows(const TileArgs& a, int p, int m_offset) {
+  constexpr int kPairBlock = kKBlock / 2;
+  const uint16_t* panel = a.w->bf16_panel(p);
+  const float* wide_rows[MR];
+  for (int m = 0; m < MR; ++m) wide_rows[m] = a.xb->widened_row(a.m0 + m_offset + m);
+  const int pairs = a.xb->pairs;
+  alignas(32) float total[MR][PackedMatrix::kPanel] = {};
+  for (int i0 = 0; i0 < pairs; i0 += kPairBlock) {
+    const int i1 = std::min(pairs, i0 + kPairBlock);
+    __m256 even_chain[MR][kHalves];
+    for (int chain = 0; chain < 2; ++chain) {
+      __m256 acc[MR][kHalves];
+      for (int m = 0; m < MR; ++m) {
+        for (int v = 0; v < kHalves; ++v) acc[m][v] = _mm256_setzero_ps();
+      }
+      for (int i = i0 + chain; i < i1; i += 2) {
+        const uint16_t* line = panel + static_cast<size_t>(i) * 2 * PackedMatrix::kPanel;
+        __m256i w[kHalves];
+        for (int v = 0; v < kHalves; ++v)
+          w[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(line + v * 16));
+        __m256 odd[kHalves];
+        for (int v = 0; v < kHalves; ++v) odd[v] = odd_of(w[v]);
+        for (int m = 0; m < MR; ++m) {
+          const __m256 x = _mm256_broadcast_ss(wide_rows[m] + 2 * i + 1);
+          for (int v = 0; v < kHalves; ++v) acc[m][v] = _mm256_fmadd_ps(x, odd[v], acc[m][v]);
+        }
+        __m256 even[kHalves];
+        for (int v = 0; v < kHalves; ++v) even[v] = even_of(w[v]);
+        for (int m = 0; m < MR; ++m) {
+          const __m256 x = _mm256_broadcast_ss(wide_rows[m] + 2 * i);
+          for (int v = 0; v < kHalves; ++v) acc[m][v] = _mm256_fmadd_ps(x, even[v], acc[m][v]);
+        }
+      }
+      for (int m = 0; m < MR; ++m) {
+        for (int v = 0; v < kHalves; ++v) {
+          if (chain == 0) {
+            even_chain[m][v] = acc[m][v];
+          } else {
+            float* out = &total[m][v * 8];
+            const __m256 block = _mm256_add_ps(even_chain[m][v], acc[m][v]);
+            _mm256_store_ps(out, _mm256_add_ps(_mm256_load_ps(out), block));
+          }
+        }
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m) {
+    for (int c = 0; c < PackedMatrix::kPanel; ++c) {
+      const int n = p * PackedMatrix::kPanel + c;
+      if (n >= a.n_end) break;
+      a.y[static_cast<size_t>(m_offset + m) * a.ldy + n] =
+          total[m][c] + (a.bias ? a.bias[n] : 0.0f);
+    }
+  }
+}
 
 template <int MR>
-void bf16_rows(const TileArgs& a, int p, int h, int m, int count) {
+void bf16_batch_group(const TileArgs& a, int p, int m, int count) {
   if constexpr (MR > 1) {
-    if (count < MR) return bf16_rows<MR - 1>(a, p, h, m, count);
+    if (count < MR) return bf16_batch_group<MR - 1>(a, p, m, count);
   }
-  rows<MR, 1, PanelStorage::kBF16>(a, p, h, m);
+  bf16_batch_rows<MR>(a, p, m);
 }
+
+// Up to kBf16PanelRows rows (decode) take whole panels per pass with the pairs widened in
+// registers, so that the weights stream once.
+constexpr int kBf16PanelRows = 2;
 
 void dispatch_bf16(const TileArgs& a) {
   if (a.mr <= kBf16PanelRows) {
-    // Few rows (decode): whole panels per pass, so that the weights stream once.
     for (int m = 0; m < a.mr; ++m) {
       if (a.np == 2) {
-        rows<1, 2 * kHalves, PanelStorage::kBF16>(a, a.p, 0, m);
+        rows<1, 2 * kHalves, PanelStorage::kBF16>(a, a.p, m);
       } else {
-        rows<1, kHalves, PanelStorage::kBF16>(a, a.p, 0, m);
+        rows<1, kHalves, PanelStorage::kBF16>(a, a.p, m);
       }
     }
     return;
   }
   const int groups = (a.mr + kAvx2Rows - 1) / kAvx2Rows;
   for (int q = 0; q < a.np; ++q) {
-    for (int h = 0; h < kHalves; ++h) {
-      for (int g = 0; g < groups; ++g) {
-        const int m = group_begin(a.mr, groups, g);
-        bf16_rows<kAvx2Rows>(a, a.p + q, h, m, group_begin(a.mr, groups, g + 1) - m);
-      }
+    for (int g = 0; g < groups; ++g) {
+      const int m = group_begin(a.mr, groups, g);
+      bf16_batch_group<kAvx2Rows>(a, a.p + q, m, group_begin(a.mr, groups, g + 1) - m);
     }
   }
 }
