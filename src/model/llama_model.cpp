@@ -123,10 +123,16 @@ void LlamaModel::embed(const ModelInputs& in, float* out) const {
     if (row < 0 || static_cast<size_t>(row) >= ids.size())
       throw std::out_of_range("embed row outside the step's tokens");
   }
-  for (size_t t = 0; t < ids.size(); ++t) {
-    const int32_t id = ids[t];
+  for (const int32_t id : ids) {
     if (id < 0 || id >= e.rows) throw std::out_of_range("token id outside the vocabulary");
-    dequantize_row(e.dtype, e.row(id), out + t * dim, static_cast<int64_t>(dim));
+  }
+  // Over the threads for a prefill: on one thread a quantized table's rows (and the first touch
+  // of their pages) left the others waiting (llama-110m q8_0 pp512, perf: about 1 % of the step).
+  const auto tokens = static_cast<int64_t>(ids.size());
+#pragma omp parallel for schedule(static) if (tokens * static_cast <int64_t>(dim) > 65536)
+  for (int64_t t = 0; t < tokens; ++t) {
+    dequantize_row(e.dtype, e.row(ids[static_cast<size_t>(t)]), out + static_cast<size_t>(t) * dim,
+                   static_cast<int64_t>(dim));
   }
   for (size_t i = 0; i < in.embed_rows.size(); ++i) {
     std::copy_n(in.embed_values.data() + i * dim, dim,

@@ -77,5 +77,55 @@ TEST(WorkShares, ConcurrentThreadsTakeEveryItemExactlyOnce) {
   }
 }
 
+TEST(GemmUnits, TheWorkedExampleSplitsTheLastFourGroupsIntoHalves) {
+  // 10 groups, blocks of 3, 8 row tiles, 2 threads (the example in work_shares.h).
+  const GemmUnits units(10, 8, 3, 2);
+  ASSERT_EQ(units.count(), 10);
+  const auto expect = [&](int u, int g0, int g1, int rt0, int rt1) {
+    const GemmUnits::Unit got = units.at(u);
+    EXPECT_EQ(std::vector<int>({got.g0, got.g1, got.rt0, got.rt1}),
+              std::vector<int>({g0, g1, rt0, rt1}))
+        << "unit " << u;
+  };
+  expect(0, 0, 3, 0, 8);
+  expect(1, 3, 6, 0, 8);
+  expect(2, 6, 7, 0, 4);
+  expect(3, 6, 7, 4, 8);
+  expect(8, 9, 10, 0, 4);
+  expect(9, 9, 10, 4, 8);
+}
+
+TEST(GemmUnits, EveryGroupAndRowTileIsCoveredOnceForRandomShapes) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const int groups = std::uniform_int_distribution<int>(1, 60)(rng);
+    const int row_tiles = std::uniform_int_distribution<int>(1, 40)(rng);
+    const int block = std::uniform_int_distribution<int>(1, 4)(rng);
+    const int threads = std::uniform_int_distribution<int>(1, 8)(rng);
+    const GemmUnits units(groups, row_tiles, block, threads);
+    std::vector<int> seen(static_cast<size_t>(groups * row_tiles), 0);
+    int last_g0 = -1;
+    for (int u = 0; u < units.count(); ++u) {
+      const GemmUnits::Unit unit = units.at(u);
+      ASSERT_LE(unit.g1 - unit.g0, block);
+      ASSERT_GE(unit.g0, last_g0);  // groups in order, so a thread's weight stream runs forward
+      last_g0 = unit.g0;
+      for (int g = unit.g0; g < unit.g1; ++g) {
+        for (int rt = unit.rt0; rt < unit.rt1; ++rt)
+          ++seen[static_cast<size_t>(g * row_tiles + rt)];
+      }
+    }
+    for (int v : seen)
+      ASSERT_EQ(v, 1) << groups << " " << row_tiles << " " << block << " " << threads;
+    // The tail: the last min(groups, 2 * threads) groups are single, halved past 8 row tiles.
+    const int tail = std::min(groups, 2 * threads);
+    const GemmUnits::Unit last = units.at(units.count() - 1);
+    EXPECT_EQ(last.g1 - last.g0, 1);
+    EXPECT_EQ(last.rt1 - last.rt0,
+              row_tiles >= GemmUnits::kSplitMinRowTiles ? row_tiles - row_tiles / 2 : row_tiles);
+    EXPECT_GE(units.count(), tail);
+  }
+}
+
 }  // namespace
 }  // namespace pagedllm::cpu

@@ -86,4 +86,42 @@ class WorkShares {
   std::array<Share, kMaxThreads> shares_;
 };
 
+// The units a batch's threads claim one at a time: blocks of `block` panel groups over all row
+// tiles, then single groups, and last 2 per thread of those split into halves of the row tiles
+// when there are kSplitMinRowTiles or more, so that the threads finish within half a group's
+// work of each other (llama-110m q8_0 pp512, 2 threads: the o and down projections are 24
+// groups, and a whole group at the end left one thread waiting for up to 4 % of them).
+// Worked example: 10 groups, block 3, 8 row tiles, 2 threads: 4 groups go to the tail, 6 form
+// 2 blocks, and the tail is 8 half groups; units 0-1 are groups [0, 3) and [3, 6), unit 2 is
+// group 6's row tiles [0, 4) and unit 3 its [4, 8), ..., unit 9 group 9's [4, 8).
+class GemmUnits {
+ public:
+  static constexpr int kSplitMinRowTiles = 8;
+  struct Unit {
+    int g0 = 0, g1 = 0, rt0 = 0, rt1 = 0;
+  };
+  GemmUnits(int groups, int row_tiles, int block, int threads)
+      : row_tiles_(row_tiles), block_(block) {
+    const int tail = std::min(groups, 2 * threads);
+    blocks_ = (groups - tail) / block;
+    singles_ = groups - blocks_ * block;
+    split_ = row_tiles >= kSplitMinRowTiles ? 2 : 1;
+    whole_singles_ = singles_ - tail;
+    count_ = blocks_ + whole_singles_ + tail * split_;
+  }
+  int count() const { return count_; }
+  Unit at(int u) const {
+    if (u < blocks_) return {block_ * u, block_ * (u + 1), 0, row_tiles_};
+    const int first_single = blocks_ * block_;
+    u -= blocks_;
+    if (u < whole_singles_) return {first_single + u, first_single + u + 1, 0, row_tiles_};
+    u -= whole_singles_;
+    const int g = first_single + whole_singles_ + u / split_, part = u % split_;
+    return {g, g + 1, row_tiles_ * part / split_, row_tiles_ * (part + 1) / split_};
+  }
+
+ private:
+  int row_tiles_, block_, blocks_ = 0, singles_ = 0, split_ = 1, whole_singles_ = 0, count_ = 0;
+};
+
 }  // namespace pagedllm::cpu
