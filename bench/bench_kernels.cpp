@@ -175,6 +175,7 @@ BENCHMARK(BM_GemmQuantized)
     ->Args({512, 2048, 8192, 0})  // llama-1b's down projection
     ->Args({512, 3072, 2048, 0})
     ->Args({32, 16384, 2048, 2})
+    ->Args({512, 3072, 2048, 4})
     ->Args({512, 3072, 2048, 1})
     ->Args({512, 3072, 2048, 2})
     ->Unit(benchmark::kMillisecond)
