@@ -104,9 +104,8 @@ class GemmUnits {
       : row_tiles_(row_tiles), block_(block) {
     const int tail = std::min(groups, 2 * threads);
     blocks_ = (groups - tail) / block;
-    singles_ = groups - blocks_ * block;
     split_ = row_tiles >= kSplitMinRowTiles ? 2 : 1;
-    whole_singles_ = singles_ - tail;
+    whole_singles_ = groups - blocks_ * block - tail;
     count_ = blocks_ + whole_singles_ + tail * split_;
   }
   int count() const { return count_; }
@@ -121,7 +120,7 @@ class GemmUnits {
   }
 
  private:
-  int row_tiles_, block_, blocks_ = 0, singles_ = 0, split_ = 1, whole_singles_ = 0, count_ = 0;
+  int row_tiles_, block_, blocks_ = 0, split_ = 1, whole_singles_ = 0, count_ = 0;
 };
 
 }  // namespace pagedllm::cpu
