@@ -34,7 +34,7 @@ bool has_scheme(std::string_view url, std::string_view scheme) {
 }
 
 // The URL as error messages quote it: long ones cut.
-std::string quoted(std::string_view url) {
+std::string quoted_url(std::string_view url) {
   constexpr size_t kLongest = 100;
   if (url.size() <= kLongest) return "'" + std::string(url) + "'";
   return "'" + std::string(url.substr(0, kLongest)) + "...'";
@@ -114,7 +114,7 @@ std::vector<uint8_t> read_file_url(std::string_view url, const ImageSourceOption
   const std::string path = real_path(file_url_path(url));
   if (path.compare(0, allowed.size(), allowed) != 0 || path.size() <= allowed.size() ||
       (allowed != "/" && path[allowed.size()] != '/')) {
-    throw ImageSourceError("file URL " + quoted(url) +
+    throw ImageSourceError("file URL " + quoted_url(url) +
                            " is outside the directory allowed by --allowed-local-media-path");
   }
   return read_regular_file(path, options.max_bytes);
@@ -203,7 +203,7 @@ std::string url_host(const std::string& url) {
   char* host = nullptr;
   if (!parsed || curl_url_set(parsed.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK ||
       curl_url_get(parsed.get(), CURLUPART_HOST, &host, 0) != CURLUE_OK)
-    throw ImageSourceError("image URL " + quoted(url) + " does not parse");
+    throw ImageSourceError("image URL " + quoted_url(url) + " does not parse");
   std::string out(host);
   curl_free(host);
   for (char& c : out) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
@@ -215,7 +215,7 @@ void check_host_allowed(const std::string& url, const ImageSourceOptions& o) {
   const std::string host = url_host(url);
   if (std::find(o.allowed_domains.begin(), o.allowed_domains.end(), host) ==
       o.allowed_domains.end())
-    throw ImageSourceError("image URL " + quoted(url) + " is on host '" + host +
+    throw ImageSourceError("image URL " + quoted_url(url) + " is on host '" + host +
                            "', which --allowed-media-domains does not list");
 }
 
@@ -247,23 +247,23 @@ std::vector<uint8_t> fetch_http(std::string_view url, const ImageSourceOptions& 
     const CURLcode code = curl_easy_perform(curl.get());
     if (d.interrupted) std::rethrow_exception(d.interrupted);
     if (code != CURLE_OK) {
-      throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": " +
+      throw ImageSourceError("cannot fetch image URL " + quoted_url(url) + ": " +
                              curl_failure(code, error_buffer, d, options));
     }
     long status = 0;
     curl_easy_getinfo(curl.get(), CURLINFO_RESPONSE_CODE, &status);
     if (std::string next = redirect_target(curl.get(), status); !next.empty()) {
       if (redirects == options.max_redirects)
-        throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": " +
+        throw ImageSourceError("cannot fetch image URL " + quoted_url(url) + ": " +
                                curl_failure(CURLE_TOO_MANY_REDIRECTS, "", d, options));
       if (!has_scheme(next, "http://") && !has_scheme(next, "https://"))
-        throw ImageSourceError("cannot fetch image URL " + quoted(url) + ": " +
+        throw ImageSourceError("cannot fetch image URL " + quoted_url(url) + ": " +
                                curl_failure(CURLE_UNSUPPORTED_PROTOCOL, "", d, options));
       current = std::move(next);
       continue;
     }
     if (status < 200 || status > 299) {
-      throw ImageSourceError("cannot fetch image URL " + quoted(url) +
+      throw ImageSourceError("cannot fetch image URL " + quoted_url(url) +
                              ": the server answered HTTP " + std::to_string(status));
     }
     return std::move(d.bytes);
@@ -280,12 +280,13 @@ std::string file_url_path(std::string_view url) {
   const std::string_view host = rest.substr(0, slash);
   const bool local = host.empty() || (host.size() == 9 && has_scheme(host, "localhost"));
   if (!local)
-    throw ImageSourceError("file URL " + quoted(url) + " names a host; only local files are read");
+    throw ImageSourceError("file URL " + quoted_url(url) +
+                           " names a host; only local files are read");
   if (slash == std::string_view::npos)
-    throw ImageSourceError("file URL " + quoted(url) + " has no absolute path");
+    throw ImageSourceError("file URL " + quoted_url(url) + " has no absolute path");
   std::string path = percent_decode(rest.substr(slash));
   if (path.find('\0') != std::string::npos)
-    throw ImageSourceError("file URL " + quoted(url) + " has a NUL byte in its path");
+    throw ImageSourceError("file URL " + quoted_url(url) + " has a NUL byte in its path");
   return path;
 }
 
@@ -307,7 +308,7 @@ std::vector<uint8_t> read_image_url(std::string_view url, const ImageSourceOptio
   }
   if (has_scheme(url, "http://") || has_scheme(url, "https://")) return fetch_http(url, options);
   if (has_scheme(url, "file:")) return read_file_url(url, options);
-  throw ImageSourceError("image URL " + quoted(url) +
+  throw ImageSourceError("image URL " + quoted_url(url) +
                          " is not a data:, http://, https:// or file:// URL");
 }
 

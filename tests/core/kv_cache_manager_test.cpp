@@ -10,7 +10,7 @@ namespace {
 
 using Ids = std::vector<int32_t>;
 
-Request make_request(const std::string& id, int num_tokens, int first_token = 0) {
+Request request_of_tokens(const std::string& id, int num_tokens, int first_token = 0) {
   Ids prompt(static_cast<size_t>(num_tokens));
   std::iota(prompt.begin(), prompt.end(), first_token);
   SamplingParams p;
@@ -29,7 +29,7 @@ Ids admit(KVCacheManager& kv, Request& r) {
 
 TEST(KVCacheManager, AllocatesCeilOfTokensOverBlockSize) {
   KVCacheManager kv(20, 4, 64, false);
-  Request r = make_request("a", 9);
+  Request r = request_of_tokens("a", 9);
   Ids ids;
   ASSERT_TRUE(kv.allocate_slots(r, 9, nullptr, ids));
   EXPECT_EQ(ids, (Ids{1, 2, 3}));
@@ -45,9 +45,9 @@ TEST(KVCacheManager, AllocatesCeilOfTokensOverBlockSize) {
 
 TEST(KVCacheManager, FailedAllocationLeavesEverythingUntouched) {
   KVCacheManager kv(5, 4, 64, true);
-  Request a = make_request("a", 12);
+  Request a = request_of_tokens("a", 12);
   admit(kv, a);
-  Request b = make_request("b", 8, 100);
+  Request b = request_of_tokens("b", 8, 100);
   const auto free_before = kv.pool().free_block_ids();
   ComputedBlocks hit = kv.get_computed_blocks(b);
   Ids ids;
@@ -59,20 +59,20 @@ TEST(KVCacheManager, FailedAllocationLeavesEverythingUntouched) {
 
 TEST(KVCacheManager, PrefixHitIsBlockAlignedAndLeavesTheLastTokenToCompute) {
   KVCacheManager kv(20, 16, 256, true);
-  Request a = make_request("a", 32);
+  Request a = request_of_tokens("a", 32);
   admit(kv, a);
   // Same 32 tokens: both blocks are cached, but the hit stops at 16 so that token 31 is
   // computed again and yields logits.
-  Request b = make_request("b", 32);
+  Request b = request_of_tokens("b", 32);
   ComputedBlocks hit = kv.get_computed_blocks(b);
   EXPECT_EQ(hit.num_tokens, 16);
   ASSERT_EQ(hit.blocks.size(), 1u);
   EXPECT_EQ(hit.blocks[0]->block_id, kv.block_ids("a")[0]);
   // 33 tokens with the same first 32: both blocks hit.
-  Request c = make_request("c", 33);
+  Request c = request_of_tokens("c", 33);
   EXPECT_EQ(kv.get_computed_blocks(c).num_tokens, 32);
   // 31 tokens: only one full block exists in the prompt.
-  Request d = make_request("d", 31);
+  Request d = request_of_tokens("d", 31);
   EXPECT_EQ(kv.get_computed_blocks(d).num_tokens, 16);
   const auto& stats = kv.prefix_cache_stats();
   EXPECT_EQ(stats.requests, 4);
@@ -82,9 +82,9 @@ TEST(KVCacheManager, PrefixHitIsBlockAlignedAndLeavesTheLastTokenToCompute) {
 
 TEST(KVCacheManager, SharedPrefixBlocksAreRefCountedAndTouchedOutOfTheFreeQueue) {
   KVCacheManager kv(10, 4, 64, true);
-  Request a = make_request("a", 9);  // blocks 1, 2 full; 3 partial
+  Request a = request_of_tokens("a", 9);  // blocks 1, 2 full; 3 partial
   admit(kv, a);
-  Request b = make_request("b", 10);
+  Request b = request_of_tokens("b", 10);
   const Ids b_new = admit(kv, b);
   EXPECT_EQ(Ids(kv.block_ids("b").begin(), kv.block_ids("b").end()), (Ids{1, 2, 4}));
   EXPECT_EQ(b_new, (Ids{4}));
@@ -98,7 +98,7 @@ TEST(KVCacheManager, SharedPrefixBlocksAreRefCountedAndTouchedOutOfTheFreeQueue)
   EXPECT_EQ(kv.pool().free_block_ids(), (Ids{5, 6, 7, 8, 9, 3, 4, 2, 1}));
 
   // A third request reuses the two cached blocks while they sit in the free queue.
-  Request c = make_request("c", 12);
+  Request c = request_of_tokens("c", 12);
   ComputedBlocks hit = kv.get_computed_blocks(c);
   EXPECT_EQ(hit.num_tokens, 8);
   Ids ids;
@@ -109,12 +109,12 @@ TEST(KVCacheManager, SharedPrefixBlocksAreRefCountedAndTouchedOutOfTheFreeQueue)
 
 TEST(KVCacheManager, EvictionTakesTheLeastRecentlyFreedBlocksFirst) {
   KVCacheManager kv(5, 2, 64, true);  // 4 usable blocks
-  Request a = make_request("a", 4, 0);
+  Request a = request_of_tokens("a", 4, 0);
   admit(kv, a);  // blocks 1, 2
   kv.free(a);    // queue: 3 4 2 1
-  Request b = make_request("b", 6, 50);
+  Request b = request_of_tokens("b", 6, 50);
   admit(kv, b);  // takes 3, 4, 2: evicts a's second block, keeps its first
-  Request a2 = make_request("a2", 5, 0);
+  Request a2 = request_of_tokens("a2", 5, 0);
   ComputedBlocks hit = kv.get_computed_blocks(a2);
   EXPECT_EQ(hit.num_tokens, 2);
   ASSERT_EQ(hit.blocks.size(), 1u);
@@ -123,10 +123,10 @@ TEST(KVCacheManager, EvictionTakesTheLeastRecentlyFreedBlocksFirst) {
 
 TEST(KVCacheManager, HitBlocksInTheFreeQueueDoNotCountAsFreeForTheRest) {
   KVCacheManager kv(4, 2, 64, true);  // 3 usable blocks
-  Request a = make_request("a", 4);
+  Request a = request_of_tokens("a", 4);
   admit(kv, a);
-  kv.free(a);                        // blocks 1 and 2 are cached and free: 3 free in all
-  Request b = make_request("b", 7);  // hits 2 blocks, needs 2 more: only 1 is really free
+  kv.free(a);                             // blocks 1 and 2 are cached and free: 3 free in all
+  Request b = request_of_tokens("b", 7);  // hits 2 blocks, needs 2 more: only 1 is really free
   ComputedBlocks hit = kv.get_computed_blocks(b);
   EXPECT_EQ(hit.num_tokens, 4);
   Ids ids;
@@ -137,36 +137,36 @@ TEST(KVCacheManager, HitBlocksInTheFreeQueueDoNotCountAsFreeForTheRest) {
 
 TEST(KVCacheManager, CachingOffNeverHits) {
   KVCacheManager kv(10, 4, 64, false);
-  Request a = make_request("a", 8);
+  Request a = request_of_tokens("a", 8);
   admit(kv, a);
-  Request b = make_request("b", 9);
+  Request b = request_of_tokens("b", 9);
   EXPECT_EQ(kv.get_computed_blocks(b).num_tokens, 0);
   EXPECT_EQ(kv.pool().num_cached_hashes(), 0u);
 }
 
 TEST(KVCacheManager, CacheSaltKeepsEqualPromptsApart) {
   KVCacheManager kv(10, 4, 64, true);
-  Request a = make_request("a", 9);
+  Request a = request_of_tokens("a", 9);
   a.cache_salt = "tenant-1";
   admit(kv, a);
-  Request b = make_request("b", 9);
+  Request b = request_of_tokens("b", 9);
   b.cache_salt = "tenant-2";
   EXPECT_EQ(kv.get_computed_blocks(b).num_tokens, 0);
-  Request c = make_request("c", 9);
+  Request c = request_of_tokens("c", 9);
   c.cache_salt = "tenant-1";
   EXPECT_EQ(kv.get_computed_blocks(c).num_tokens, 8);
 }
 
 TEST(KVCacheManager, UsageAndResetPrefixCache) {
   KVCacheManager kv(5, 4, 64, true);
-  Request a = make_request("a", 8);
+  Request a = request_of_tokens("a", 8);
   admit(kv, a);
   EXPECT_DOUBLE_EQ(kv.usage(), 0.5);
   EXPECT_FALSE(kv.reset_prefix_cache());
   kv.free(a);
   EXPECT_DOUBLE_EQ(kv.usage(), 0.0);
   EXPECT_TRUE(kv.reset_prefix_cache());
-  Request b = make_request("b", 9);
+  Request b = request_of_tokens("b", 9);
   EXPECT_EQ(kv.get_computed_blocks(b).num_tokens, 0);
 }
 

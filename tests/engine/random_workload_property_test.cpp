@@ -15,7 +15,7 @@
 namespace pagedllm {
 namespace {
 
-constexpr int kVocab = 97;
+constexpr int kWorkloadVocab = 97;
 
 struct PlannedRequest {
   std::string id;
@@ -73,7 +73,7 @@ Workload random_workload(std::mt19937& rng) {
   // A few shared bases so that prompts share prefixes.
   std::vector<std::vector<int32_t>> bases(3);
   for (auto& b : bases) {
-    for (int i = 0; i < 64; ++i) b.push_back(uniform(rng, 0, kVocab - 1));
+    for (int i = 0; i < 64; ++i) b.push_back(uniform(rng, 0, kWorkloadVocab - 1));
   }
   const int num_requests = uniform(rng, 1, 12);
   for (int k = 0; k < num_requests; ++k) {
@@ -83,7 +83,8 @@ Workload random_workload(std::mt19937& rng) {
     const auto& base = bases[static_cast<size_t>(uniform(rng, 0, 2))];
     const int shared = uniform(rng, 0, prompt_len);
     for (int i = 0; i < prompt_len; ++i) {
-      r.prompt.push_back(i < shared ? base[static_cast<size_t>(i)] : uniform(rng, 0, kVocab - 1));
+      r.prompt.push_back(i < shared ? base[static_cast<size_t>(i)]
+                                    : uniform(rng, 0, kWorkloadVocab - 1));
     }
     r.max_tokens = uniform(rng, 1, c.scheduler.max_model_len - prompt_len);
     r.arrival_step = uniform(rng, 0, 15);
@@ -243,7 +244,7 @@ struct RunResult {
 };
 
 RunResult run_workload(const Workload& w) {
-  StandInModel model(kVocab);
+  StandInModel model(kWorkloadVocab);
   EngineCore engine(w.config, model);
   InvariantChecker checker(engine, w.config);
   RunResult result;
@@ -290,7 +291,7 @@ RunResult run_workload(const Workload& w) {
 std::vector<int32_t> rule_tokens(const PlannedRequest& r, int count) {
   std::vector<int32_t> t;
   const int p = static_cast<int>(r.prompt.size());
-  for (int k = 0; k < count; ++k) t.push_back(StandInModel::next_token(p - 1 + k, kVocab));
+  for (int k = 0; k < count; ++k) t.push_back(StandInModel::next_token(p - 1 + k, kWorkloadVocab));
   return t;
 }
 

@@ -20,7 +20,7 @@ namespace {
 
 using Ids = std::vector<int32_t>;
 
-struct ModelCase {
+struct SpeculationModelCase {
   const char* name;
   const char* model;
   const char* tokenizer;
@@ -30,7 +30,7 @@ struct ModelCase {
 const char* kNgram = R"({"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_min": 1,
                          "prompt_lookup_max": 3, "adaptive": false})";
 
-class SpeculativeDecoding : public ::testing::TestWithParam<ModelCase> {
+class SpeculativeDecoding : public ::testing::TestWithParam<SpeculationModelCase> {
  protected:
   // The model drafting for itself (a llama2.c checkpoint needs its tokenizer only as a target).
   std::string self_draft(int k = 4) const {
@@ -337,12 +337,13 @@ TEST(SpeculativeDecodingDraftModel, ADraftWhoseTokenTextsDifferIsRefusedAtStartU
 
 INSTANTIATE_TEST_SUITE_P(
     SharedModels, SpeculativeDecoding,
-    ::testing::Values(ModelCase{"stories260K_gguf", "stories260K/stories260K.gguf", "",
-                                "stories260K/expected.json"},
-                      ModelCase{"babyllama", "babyllama/model5000.bin", "babyllama/tok105.bin",
-                                "babyllama/expected.json"},
-                      ModelCase{"aidreams260K", "aidreams260K/aidreams260K.bin",
-                                "aidreams260K/tok512.bin", "aidreams260K/expected.json"}),
+    ::testing::Values(SpeculationModelCase{"stories260K_gguf", "stories260K/stories260K.gguf", "",
+                                           "stories260K/expected.json"},
+                      SpeculationModelCase{"babyllama", "babyllama/model5000.bin",
+                                           "babyllama/tok105.bin", "babyllama/expected.json"},
+                      SpeculationModelCase{"aidreams260K", "aidreams260K/aidreams260K.bin",
+                                           "aidreams260K/tok512.bin",
+                                           "aidreams260K/expected.json"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

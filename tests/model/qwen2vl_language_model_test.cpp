@@ -158,7 +158,7 @@ json numpy_logits(const std::string& model, const ImagePrompt& p) {
 }
 
 // Random weights with norms away from 1 and large biases, so that both are really tested.
-WeightSource perturbed(const ModelConfig& c) {
+WeightSource perturbed_norms_and_biases(const ModelConfig& c) {
   WeightSource base = random_weights(c, 5);
   return [base](WeightRole role, int layer, std::vector<float>& out) {
     base(role, layer, out);
@@ -180,7 +180,7 @@ TEST_P(Qwen2VLReference, LogitsOfEveryTokenEqualHfForwardWithImageRowsAndMropePo
   spec.config = preset.text;
   spec.source_rope = RopeStyle::kNeox;
   const std::string dir = test::temp_path(std::string("lm-ref-") + GetParam());
-  export_hf_directory(spec, perturbed(spec.config), dir);
+  export_hf_directory(spec, perturbed_norms_and_biases(spec.config), dir);
   const ImagePrompt p = image_prompt(preset);
   // The image's rows run behind the token indices: M-RoPE really differs from 1-D here.
   ASSERT_NE(p.positions.at(1, 9), p.positions.at(2, 9));
@@ -218,7 +218,7 @@ TEST(Qwen2VLLanguageModel, TextStepsWithoutMropePositionsEqualThreeEqualRows) {
   ExportSpec spec;
   spec.config = preset.text;
   spec.source_rope = RopeStyle::kNeox;
-  export_hf_directory(spec, perturbed(spec.config), dir);
+  export_hf_directory(spec, perturbed_norms_and_biases(spec.config), dir);
   const auto weights = load(dir);
   ImagePrompt p = image_prompt(preset);
   const std::vector<float> image = forward_all_rows(weights, p, true);

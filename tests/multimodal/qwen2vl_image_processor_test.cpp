@@ -17,13 +17,6 @@ namespace {
 using nlohmann::json;
 using test::read_bytes;
 
-std::vector<float> read_floats(const std::string& path) {
-  const std::vector<uint8_t> bytes = read_bytes(path);
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
-
 TEST(Qwen2VLPreprocess, PixelValuesAndGridEqualTheReference) {
   const std::string dir = test::reference_dir("preprocess");
   const auto manifest = test::reference_manifest("preprocess");
@@ -47,7 +40,7 @@ TEST(Qwen2VLPreprocess, PixelValuesAndGridEqualTheReference) {
     EXPECT_EQ(out.num_patches, entry["shape"][0].get<int64_t>());
     EXPECT_EQ(out.patch_dim, entry["shape"][1].get<int64_t>());
     const std::vector<float> expected =
-        read_floats(dir + "/" + entry["expected"].get<std::string>());
+        test::read_floats(dir + "/" + entry["expected"].get<std::string>());
     ASSERT_EQ(out.pixel_values.size(), expected.size());
     for (size_t i = 0; i < expected.size(); ++i) {
       ASSERT_NEAR(out.pixel_values[i], expected[i], 1e-6) << "at " << i;

@@ -16,13 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<float> read_floats(const std::string& path) {
-  const std::vector<uint8_t> bytes = test::read_bytes(path);
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
-
 // config.json as HF writes it for the family, with tiny sizes.
 json hf_config(bool qwen25) {
   if (qwen25) {
@@ -61,9 +54,9 @@ void expect_matches_reference(bool qwen25, const std::vector<std::vector<int64_t
   const VisionEncoder encoder(config, safetensors_vision_weights(file, "visual."));
   std::vector<GridTHW> grid_list;
   for (const auto& g : grids) grid_list.push_back({g[0], g[1], g[2]});
-  const std::vector<float> pixels = read_floats(dir + "/pixels.f32");
+  const std::vector<float> pixels = test::read_floats(dir + "/pixels.f32");
   const std::vector<float> got = encoder.encode(pixels, grid_list);
-  const std::vector<float> expected = read_floats(dir + "/expected.f32");
+  const std::vector<float> expected = test::read_floats(dir + "/expected.f32");
   ASSERT_EQ(got.size(), expected.size());
   ASSERT_EQ(static_cast<int64_t>(got.size()),
             shape["rows"].get<int64_t>() * config.out_hidden_size);
