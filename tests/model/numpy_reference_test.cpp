@@ -14,6 +14,7 @@
 #include "loader/load_model.h"
 #include "loader/model_export.h"
 #include "model/llama_model.h"
+#include "model/perturbed_weights.h"
 #include "model/presets.h"
 #include "sampling/sampler.h"
 #include "test_paths.h"
@@ -71,24 +72,6 @@ class LogitsRecorder : public Model {
   Model& inner_;
 };
 
-// Random weights with norms perturbed away from 1, so norm weights are really tested.
-WeightSource perturbed(const ModelConfig& c) {
-  WeightSource base = random_weights(c, 11);
-  return [base](WeightRole role, int layer, std::vector<float>& out) {
-    base(role, layer, out);
-    if (role == WeightRole::kAttnNorm || role == WeightRole::kFfnNorm ||
-        role == WeightRole::kFinalNorm || role == WeightRole::kQNorm ||
-        role == WeightRole::kKNorm) {
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = 1.0f + 0.3f * static_cast<float>(std::sin(i * 1.7 + layer));
-    }
-    if (role == WeightRole::kBq || role == WeightRole::kBk || role == WeightRole::kBv) {
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = 0.5f * static_cast<float>(std::cos(i * 0.9 + layer));
-    }
-  };
-}
-
 std::vector<double> numpy_logits(const std::string& model, const std::vector<int32_t>& ids) {
   std::string cmd =
       "/usr/bin/python3 " PAGEDLLM_SOURCE_DIR "/tests/reference/llama_reference.py " + model;
@@ -121,9 +104,9 @@ TEST_P(NumpyReference, LastPositionLogitsMatch) {
   spec.vocab = synthetic_vocab(spec.config.vocab_size);
   const std::string path = test::temp_path("ref-" + name_of(GetParam()) + (c.gguf ? ".gguf" : ""));
   if (c.gguf) {
-    export_gguf(spec, perturbed(spec.config), path);
+    export_gguf(spec, test::perturbed_weights(spec.config, 11), path);
   } else {
-    export_hf_directory(spec, perturbed(spec.config), path);
+    export_hf_directory(spec, test::perturbed_weights(spec.config, 11), path);
   }
 
   auto weights = std::make_shared<const ModelWeights>(load_model(path));

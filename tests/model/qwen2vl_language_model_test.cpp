@@ -19,6 +19,7 @@
 #include "format/tensor_writer.h"
 #include "loader/load_model.h"
 #include "model/llama_model.h"
+#include "model/perturbed_weights.h"
 #include "model/presets.h"
 #include "model/vision_language_preset.h"
 #include "multimodal/mrope.h"
@@ -157,21 +158,6 @@ json numpy_logits(const std::string& model, const ImagePrompt& p) {
   return json::parse(text);
 }
 
-// Random weights with norms away from 1 and large biases, so that both are really tested.
-WeightSource perturbed_norms_and_biases(const ModelConfig& c) {
-  WeightSource base = random_weights(c, 5);
-  return [base](WeightRole role, int layer, std::vector<float>& out) {
-    base(role, layer, out);
-    const bool norm = role == WeightRole::kAttnNorm || role == WeightRole::kFfnNorm ||
-                      role == WeightRole::kFinalNorm;
-    const bool bias = role == WeightRole::kBq || role == WeightRole::kBk || role == WeightRole::kBv;
-    for (size_t i = 0; i < out.size() && (norm || bias); ++i) {
-      out[i] = norm ? 1.0f + 0.3f * static_cast<float>(std::sin(i * 1.7 + layer))
-                    : 0.5f * static_cast<float>(std::cos(i * 0.9 + layer));
-    }
-  };
-}
-
 class Qwen2VLReference : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Qwen2VLReference, LogitsOfEveryTokenEqualHfForwardWithImageRowsAndMropePositions) {
@@ -180,7 +166,7 @@ TEST_P(Qwen2VLReference, LogitsOfEveryTokenEqualHfForwardWithImageRowsAndMropePo
   spec.config = preset.text;
   spec.source_rope = RopeStyle::kNeox;
   const std::string dir = test::temp_path(std::string("lm-ref-") + GetParam());
-  export_hf_directory(spec, perturbed_norms_and_biases(spec.config), dir);
+  export_hf_directory(spec, test::perturbed_weights(spec.config, 5), dir);
   const ImagePrompt p = image_prompt(preset);
   // The image's rows run behind the token indices: M-RoPE really differs from 1-D here.
   ASSERT_NE(p.positions.at(1, 9), p.positions.at(2, 9));
@@ -218,7 +204,7 @@ TEST(Qwen2VLLanguageModel, TextStepsWithoutMropePositionsEqualThreeEqualRows) {
   ExportSpec spec;
   spec.config = preset.text;
   spec.source_rope = RopeStyle::kNeox;
-  export_hf_directory(spec, perturbed_norms_and_biases(spec.config), dir);
+  export_hf_directory(spec, test::perturbed_weights(spec.config, 5), dir);
   const auto weights = load(dir);
   ImagePrompt p = image_prompt(preset);
   const std::vector<float> image = forward_all_rows(weights, p, true);
