@@ -6,24 +6,36 @@
 
 namespace pagedllm {
 
+namespace {
+
+// Weights that pack together without a cost: int8 codes of one format (packed with another, a
+// format's codes widen to the wider one's: a Q4_K weight stacked with a Q6_K one runs the 6-bit
+// path and reads 6 bits a weight), and the f32 or bf16 storage classes whole.
+bool pack_together(const WeightMatrix& a, const WeightMatrix& b) {
+  using cpu::PackedMatrix;
+  if (PackedMatrix::storage_of(a.dtype) != PackedMatrix::storage_of(b.dtype)) return false;
+  return PackedMatrix::storage_of(a.dtype) != cpu::PanelStorage::kInt8 || a.dtype == b.dtype;
+}
+
+}  // namespace
+
 LinearLayer::LinearLayer(std::vector<const WeightMatrix*> weights,
                          std::vector<const float*> biases) {
-  bool same_storage = true;
-  for (const WeightMatrix* w : weights) {
-    out_features_ += w->rows;
-    same_storage = same_storage && cpu::PackedMatrix::storage_of(w->dtype) ==
-                                       cpu::PackedMatrix::storage_of(weights[0]->dtype);
-  }
+  for (const WeightMatrix* w : weights) out_features_ += w->rows;
   if (std::any_of(biases.begin(), biases.end(), [](const float* b) { return b; })) {
     for (size_t i = 0; i < weights.size(); ++i) {
       const float* b = i < biases.size() ? biases[i] : nullptr;
       for (int r = 0; r < weights[i]->rows; ++r) bias_.push_back(b ? b[r] : 0.0f);
     }
   }
-  if (same_storage) {
-    parts_.emplace_back(weights);
-  } else {
-    for (const WeightMatrix* w : weights) parts_.emplace_back(*w);
+  // One part per run of consecutive weights that pack together (a Q4_K_M file's QKV in the
+  // layers with a Q6_K V: Q and K as one Q4_K part, V as a Q6_K part).
+  for (size_t begin = 0; begin < weights.size();) {
+    size_t end = begin + 1;
+    while (end < weights.size() && pack_together(*weights[begin], *weights[end])) ++end;
+    parts_.emplace_back(
+        std::vector<const WeightMatrix*>(weights.begin() + begin, weights.begin() + end));
+    begin = end;
   }
 }
 

@@ -1,7 +1,9 @@
 // A linear layer as the model uses it: weights packed once for the GEMM kernels. Several
 // weights with the same input can be fused into one layer (QKV, gate/up): their outputs come
-// out side by side in each row. Weights of one storage class are packed together; a mix (say a
-// Q8_0 file with an F32 fallback tensor) is packed per part and interleaved.
+// out side by side in each row. Consecutive weights of one storage class are packed together,
+// block-quantized ones only when their format is the same; any other mix (a Q8_0 file with an
+// F32 fallback tensor, a Q4_K_M file's Q6_K V beside its Q4_K Q and K) is packed in parts whose
+// outputs are interleaved.
 #pragma once
 
 #include <vector>
