@@ -51,7 +51,8 @@ std::vector<float> products_one_by_one(const std::vector<const WeightMatrix*>& w
     cpu::gemm_packed(x.data(), M, alone, part.data(), biases[i].data());
     for (int m = 0; m < M; ++m) {
       for (int j = 0; j < weights[i]->rows; ++j)
-        y[static_cast<size_t>(m) * total + offset + j] = part[static_cast<size_t>(m) * alone.rows() + j];
+        y[static_cast<size_t>(m) * total + offset + j] =
+            part[static_cast<size_t>(m) * alone.rows() + j];
     }
     offset += weights[i]->rows;
   }

@@ -2,14 +2,15 @@
 // -mavx2 -mfma; called only when the CPU has them).
 //
 // As on AVX-512, one query's score for a chunk is a chain of D dependent FMAs per lane, and the
-// two FMA units need about 8 independent chains: a chunk of 16 positions is two 8-lane vectors,
-// so a kernel call scores NQ queries x C chunks with NQ * C = 4 (prefill: 4 queries per chunk; a
-// decode step: one query over 4 chunks), every K vector loaded serving all NQ queries. The value
-// products run over D in slices for up to 4 queries at once (4 x 2 vectors in prefill, 1 x 4 in
-// decode), so that the accumulators stay in the 16 ymm registers and each V vector loaded and
-// widened serves every query of the slice: with bf16 values the widening shift takes a port
-// the FMAs use, and 4 queries of 2 vectors rather than 2 of 4 halve it (BM_PagedAttention ctx
-// 512, 512 queries, bf16, on the AVX2 paths, alternating: 12.6-13.1 ms -> 11.8-12.1).
+// two FMA units need at least 8 independent chains: a chunk of 16 positions is two 8-lane
+// vectors, so a kernel call scores NQ queries x C chunks with NQ * C >= 4 (prefill: 6 queries per
+// chunk, 12 chains; a decode step: one query over 4 chunks), every K vector loaded serving all NQ
+// queries. The value products run over D in slices for up to 6 queries at once (6 x 2 vectors in
+// prefill, 1 x 4 in decode), so that the accumulators stay in the 16 ymm registers and each V
+// vector loaded and widened serves every query of the slice: with bf16 values the widening shift
+// takes a port the FMAs use, and 4 queries of 2 vectors rather than 2 of 4 halved it
+// (BM_PagedAttention ctx 512, 512 queries, bf16, on the AVX2 paths, alternating: 12.6-13.1 ms
+// -> 11.8-12.1).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -87,6 +88,92 @@ inline float softmax_update(QueryState& qs, const __m256 (&s)[2], int first, flo
   return correction;
 }
 
+// softmax_update for NQ (2 to 8) queries at once, one chunk each (s[i]: query i's two halves),
+// with the same bits: their maxima and sums are reduced side by side in 8 lanes (the sums in
+// tree_sum16's pairing: lanes o and o + 8, then o + 4, o + 2, o + 1), and their corrections are
+// one vector exp rather than NQ serial scalar ones, which left a chunk's softmax about as long as
+// its score products (BM_PagedAttention ctx 512, 512 queries, on the AVX2 paths: see KERNELS.md).
+template <int NQ>
+[[gnu::always_inline]] inline void softmax_update_queries(QueryState* qs,
+                                                          const __m256 (&s)[NQ][1][2], int first,
+                                                          float scale, float (*p)[kChunk],
+                                                          float* correction) {
+  static_assert(NQ >= 2 && NQ <= 8);
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256i lanes[2] = {_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                            _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)};
+  __m256 valid[NQ][2], scaled[NQ][2], halves_max[8];
+  alignas(32) float old_max[8] = {}, old_sum[8] = {};
+  for (int i = 0; i < NQ; ++i) {
+    const __m256i last = _mm256_set1_epi32(qs[i].pos - first);
+    for (int h = 0; h < 2; ++h) {
+      valid[i][h] = _mm256_castsi256_ps(
+          _mm256_xor_si256(_mm256_cmpgt_epi32(lanes[h], last), _mm256_set1_epi32(-1)));
+      scaled[i][h] =
+          _mm256_blendv_ps(neg_inf, _mm256_mul_ps(s[i][0][h], _mm256_set1_ps(scale)), valid[i][h]);
+    }
+    halves_max[i] = _mm256_max_ps(scaled[i][0], scaled[i][1]);
+    old_max[i] = qs[i].running_max;
+    old_sum[i] = qs[i].running_sum;
+  }
+  for (int i = NQ; i < 8; ++i) halves_max[i] = _mm256_setzero_ps();
+  // Lane i: query i's maximum over its chunk (max is exact in any order).
+  __m256 quads[2];  // queries 0-3 and 4-7, lanes 0-3 in the low half and 4-7 in the high
+  for (int g = 0; g < 2; ++g) {
+    const __m256* h = halves_max + 4 * g;
+    const __m256 m01 =
+        _mm256_max_ps(_mm256_unpacklo_ps(h[0], h[1]), _mm256_unpackhi_ps(h[0], h[1]));
+    const __m256 m23 =
+        _mm256_max_ps(_mm256_unpacklo_ps(h[2], h[3]), _mm256_unpackhi_ps(h[2], h[3]));
+    quads[g] = _mm256_max_ps(_mm256_shuffle_ps(m01, m23, 0x44), _mm256_shuffle_ps(m01, m23, 0xEE));
+  }
+  const __m256 chunk_max = _mm256_max_ps(_mm256_permute2f128_ps(quads[0], quads[1], 0x20),
+                                         _mm256_permute2f128_ps(quads[0], quads[1], 0x31));
+  const __m256 before = _mm256_load_ps(old_max);
+  // std::max(before, chunk): before unless before < chunk.
+  const __m256 new_max =
+      _mm256_blendv_ps(before, chunk_max, _mm256_cmp_ps(before, chunk_max, _CMP_LT_OQ));
+  const __m256 corr = cpu::exp_nonpositive(_mm256_sub_ps(before, new_max));
+  alignas(32) float maxima[8];
+  _mm256_store_ps(maxima, new_max);
+  __m256 pair_sums[8];  // lane o: p[o] + p[o + 8]
+  // Unrolled, so that the 2 NQ exps (each a chain of about 16 dependent operations) overlap.
+#pragma GCC unroll 8
+  for (int i = 0; i < NQ; ++i) {
+    __m256 e[2];
+    for (int h = 0; h < 2; ++h) {
+      e[h] = _mm256_and_ps(valid[i][h], cpu::exp_nonpositive(_mm256_sub_ps(
+                                            scaled[i][h], _mm256_set1_ps(maxima[i]))));
+      _mm256_store_ps(p[i] + 8 * h, e[h]);
+    }
+    pair_sums[i] = _mm256_add_ps(e[0], e[1]);
+  }
+  for (int i = NQ; i < 8; ++i) pair_sums[i] = _mm256_setzero_ps();
+  // Lanes o + 4: queries 2j and 2j + 1, four lanes each.
+  __m256 b[4];
+  for (int j = 0; j < 4; ++j) {
+    const __m256 x = pair_sums[2 * j], y = pair_sums[2 * j + 1];
+    b[j] = _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
+  }
+  // Lanes o + 2: (q0 o=0,1, q2 o=0,1 | q1 o=0,1, q3 o=0,1), the same for q4-q7.
+  const __m256 c0 =
+      _mm256_add_ps(_mm256_shuffle_ps(b[0], b[1], 0x44), _mm256_shuffle_ps(b[0], b[1], 0xEE));
+  const __m256 c1 =
+      _mm256_add_ps(_mm256_shuffle_ps(b[2], b[3], 0x44), _mm256_shuffle_ps(b[2], b[3], 0xEE));
+  // Lanes o + 1: (q0, q2, q4, q6 | q1, q3, q5, q7), then in query order.
+  const __m256 d = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x88), _mm256_shuffle_ps(c0, c1, 0xDD));
+  const __m128 even = _mm256_castps256_ps128(d), odd = _mm256_extractf128_ps(d, 1);
+  const __m256 chunk_sum = _mm256_set_m128(_mm_unpackhi_ps(even, odd), _mm_unpacklo_ps(even, odd));
+  alignas(32) float sums[8], corrections[8];
+  _mm256_store_ps(sums, _mm256_fmadd_ps(_mm256_load_ps(old_sum), corr, chunk_sum));
+  _mm256_store_ps(corrections, corr);
+  for (int i = 0; i < NQ; ++i) {
+    qs[i].running_sum = sums[i];
+    qs[i].running_max = maxima[i];
+    correction[i] = corrections[i];
+  }
+}
+
 // The scores of NQ queries for chunks ch0 .. ch0 + C - 1: s[i][c] = fma over d of
 // q_i[d] * K[d][o], from 0, for the chunk's two halves.
 template <int NQ, int C, int D, typename T>
@@ -133,8 +220,8 @@ template <int NQ, int D, typename T>
 [[gnu::always_inline]] inline void add_chunk_values(QueryState* qs, const float (*p)[kChunk],
                                                     const float* correction, const T* vt,
                                                     const uint16_t* vs) {
-  constexpr int QB = NQ < 4 ? NQ : 4;
-  constexpr int S = std::min({D / 8, 4, 8 / QB});
+  constexpr int QB = NQ == 6 ? 6 : NQ < 4 ? NQ : 4;
+  constexpr int S = QB == 6 ? 2 : std::min({D / 8, 4, 8 / QB});
   for (int i0 = 0; i0 < NQ; i0 += QB) {
     for (int v0 = 0; v0 < D / 8; v0 += S) {
       __m256 acc[QB][S];
@@ -174,8 +261,12 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
   for (int c = 0; c < C; ++c) {
     alignas(32) float p[NQ][kChunk];
     float correction[NQ];
-    for (int i = 0; i < NQ; ++i)
-      correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
+    if constexpr (NQ >= 2 && C == 1) {
+      softmax_update_queries<NQ>(qs, s, ch0 * kChunk, scale, p, correction);
+    } else {
+      for (int i = 0; i < NQ; ++i)
+        correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
+    }
     add_chunk_values<NQ, D>(qs, p, correction, ctx.v[ch0 + c], value_scales(ctx, ch0 + c));
   }
 }
@@ -201,6 +292,7 @@ void attend_group(QueryState* qs, float scale, const Chunks<T>& ctx) {
 template <int D, typename T>
 void attend_all(QueryState* qs, int nq, float scale, const Chunks<T>& ctx) {
   int i = 0;
+  for (; i + 6 <= nq; i += 6) attend_group<6, 1, D>(qs + i, scale, ctx);
   for (; i + 4 <= nq; i += 4) attend_group<4, 1, D>(qs + i, scale, ctx);
   if (nq - i >= 2) {
     attend_group<2, 2, D>(qs + i, scale, ctx);
