@@ -88,90 +88,143 @@ inline float softmax_update(QueryState& qs, const __m256 (&s)[2], int first, flo
   return correction;
 }
 
-// softmax_update for NQ (2 to 8) queries at once, one chunk each (s[i]: query i's two halves),
-// with the same bits: their maxima and sums are reduced side by side in 8 lanes (the sums in
-// tree_sum16's pairing: lanes o and o + 8, then o + 4, o + 2, o + 1), and their corrections are
-// one vector exp rather than NQ serial scalar ones, which left a chunk's softmax about as long as
-// its score products (BM_PagedAttention ctx 512, 512 queries, on the AVX2 paths: see KERNELS.md).
-template <int NQ>
-[[gnu::always_inline]] inline void softmax_update_queries(QueryState* qs,
-                                                          const __m256 (&s)[NQ][1][2], int first,
-                                                          float scale, float (*p)[kChunk],
-                                                          float* correction) {
-  static_assert(NQ >= 2 && NQ <= 8);
-  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m256i lanes[2] = {_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
-                            _mm256_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15)};
-  __m256 valid[NQ][2], scaled[NQ][2], halves_max[8];
-  alignas(32) float old_max[8] = {}, old_sum[8] = {};
-  for (int i = 0; i < NQ; ++i) {
-    const __m256i last = _mm256_set1_epi32(qs[i].pos - first);
+// The softmax of up to 8 (query, chunk) pairs at once, with softmax_update's bits: their maxima
+// and sums are reduced side by side in 8 lanes (the sums in tree_sum16's pairing: lanes o and
+// o + 8, then o + 4, o + 2, o + 1) and their corrections are one vector exp. One pair at a time,
+// each with a scalar exp, the softmax took about as long as the chunk's score products
+// (BM_PagedAttention on the AVX2 paths: see KERNELS.md).
+
+// A chunk's scores scaled, and -inf past the query's position (last: pos - the chunk's first).
+struct MaskedChunk {
+  __m256 valid[2], scaled[2];
+
+  void mask(const __m256 (&s)[2], int last, float scale) {
+    const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
     for (int h = 0; h < 2; ++h) {
-      valid[i][h] = _mm256_castsi256_ps(
-          _mm256_xor_si256(_mm256_cmpgt_epi32(lanes[h], last), _mm256_set1_epi32(-1)));
-      scaled[i][h] =
-          _mm256_blendv_ps(neg_inf, _mm256_mul_ps(s[i][0][h], _mm256_set1_ps(scale)), valid[i][h]);
+      const __m256i lane =
+          _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * h));
+      // lane <= last, as not (lane > last).
+      valid[h] = _mm256_castsi256_ps(_mm256_xor_si256(
+          _mm256_cmpgt_epi32(lane, _mm256_set1_epi32(last)), _mm256_set1_epi32(-1)));
+      scaled[h] = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(s[h], _mm256_set1_ps(scale)), valid[h]);
     }
-    halves_max[i] = _mm256_max_ps(scaled[i][0], scaled[i][1]);
-    old_max[i] = qs[i].running_max;
-    old_sum[i] = qs[i].running_sum;
   }
-  for (int i = NQ; i < 8; ++i) halves_max[i] = _mm256_setzero_ps();
-  // Lane i: query i's maximum over its chunk (max is exact in any order).
-  __m256 quads[2];  // queries 0-3 and 4-7, lanes 0-3 in the low half and 4-7 in the high
+  __m256 halves_max() const { return _mm256_max_ps(scaled[0], scaled[1]); }
+  // The 16 weights exp(s - max), 0 where masked, into p; returns lanes o: p[o] + p[o + 8].
+  __m256 weights(float max, float* p) const {
+    __m256 e[2];
+    for (int h = 0; h < 2; ++h) {
+      e[h] = _mm256_and_ps(valid[h],
+                           cpu::exp_nonpositive(_mm256_sub_ps(scaled[h], _mm256_set1_ps(max))));
+      _mm256_store_ps(p + 8 * h, e[h]);
+    }
+    return _mm256_add_ps(e[0], e[1]);
+  }
+};
+
+// Lane i: the maximum of v[i]'s 8 lanes (max is exact in any order).
+inline __m256 lane_maxima(const __m256 (&v)[8]) {
+  __m256 quads[2];  // vectors 0-3 and 4-7: their lanes 0-3 in the low half, 4-7 in the high
   for (int g = 0; g < 2; ++g) {
-    const __m256* h = halves_max + 4 * g;
+    const __m256* h = v + 4 * g;
     const __m256 m01 =
         _mm256_max_ps(_mm256_unpacklo_ps(h[0], h[1]), _mm256_unpackhi_ps(h[0], h[1]));
     const __m256 m23 =
         _mm256_max_ps(_mm256_unpacklo_ps(h[2], h[3]), _mm256_unpackhi_ps(h[2], h[3]));
     quads[g] = _mm256_max_ps(_mm256_shuffle_ps(m01, m23, 0x44), _mm256_shuffle_ps(m01, m23, 0xEE));
   }
-  const __m256 chunk_max = _mm256_max_ps(_mm256_permute2f128_ps(quads[0], quads[1], 0x20),
-                                         _mm256_permute2f128_ps(quads[0], quads[1], 0x31));
-  const __m256 before = _mm256_load_ps(old_max);
-  // std::max(before, chunk): before unless before < chunk.
-  const __m256 new_max =
-      _mm256_blendv_ps(before, chunk_max, _mm256_cmp_ps(before, chunk_max, _CMP_LT_OQ));
-  const __m256 corr = cpu::exp_nonpositive(_mm256_sub_ps(before, new_max));
-  alignas(32) float maxima[8];
-  _mm256_store_ps(maxima, new_max);
-  __m256 pair_sums[8];  // lane o: p[o] + p[o + 8]
-  // Unrolled, so that the 2 NQ exps (each a chain of about 16 dependent operations) overlap.
-#pragma GCC unroll 8
-  for (int i = 0; i < NQ; ++i) {
-    __m256 e[2];
-    for (int h = 0; h < 2; ++h) {
-      e[h] = _mm256_and_ps(valid[i][h], cpu::exp_nonpositive(_mm256_sub_ps(
-                                            scaled[i][h], _mm256_set1_ps(maxima[i]))));
-      _mm256_store_ps(p[i] + 8 * h, e[h]);
-    }
-    pair_sums[i] = _mm256_add_ps(e[0], e[1]);
-  }
-  for (int i = NQ; i < 8; ++i) pair_sums[i] = _mm256_setzero_ps();
-  // Lanes o + 4: queries 2j and 2j + 1, four lanes each.
+  return _mm256_max_ps(_mm256_permute2f128_ps(quads[0], quads[1], 0x20),
+                       _mm256_permute2f128_ps(quads[0], quads[1], 0x31));
+}
+
+// Lane i: tree_sum16 of the chunk whose lanes o hold p[o] + p[o + 8] in pair_sums[i].
+inline __m256 lane_tree_sums(const __m256 (&pair_sums)[8]) {
+  // Lanes o + 4: vectors 2j and 2j + 1, four lanes each.
   __m256 b[4];
   for (int j = 0; j < 4; ++j) {
     const __m256 x = pair_sums[2 * j], y = pair_sums[2 * j + 1];
     b[j] = _mm256_add_ps(_mm256_permute2f128_ps(x, y, 0x20), _mm256_permute2f128_ps(x, y, 0x31));
   }
-  // Lanes o + 2: (q0 o=0,1, q2 o=0,1 | q1 o=0,1, q3 o=0,1), the same for q4-q7.
+  // Lanes o + 2: (v0 o=0,1, v2 o=0,1 | v1 o=0,1, v3 o=0,1), the same for v4-v7.
   const __m256 c0 =
       _mm256_add_ps(_mm256_shuffle_ps(b[0], b[1], 0x44), _mm256_shuffle_ps(b[0], b[1], 0xEE));
   const __m256 c1 =
       _mm256_add_ps(_mm256_shuffle_ps(b[2], b[3], 0x44), _mm256_shuffle_ps(b[2], b[3], 0xEE));
-  // Lanes o + 1: (q0, q2, q4, q6 | q1, q3, q5, q7), then in query order.
+  // Lanes o + 1: (v0, v2, v4, v6 | v1, v3, v5, v7), then in order.
   const __m256 d = _mm256_add_ps(_mm256_shuffle_ps(c0, c1, 0x88), _mm256_shuffle_ps(c0, c1, 0xDD));
   const __m128 even = _mm256_castps256_ps128(d), odd = _mm256_extractf128_ps(d, 1);
-  const __m256 chunk_sum = _mm256_set_m128(_mm_unpackhi_ps(even, odd), _mm_unpacklo_ps(even, odd));
-  alignas(32) float sums[8], corrections[8];
-  _mm256_store_ps(sums, _mm256_fmadd_ps(_mm256_load_ps(old_sum), corr, chunk_sum));
+  return _mm256_set_m128(_mm_unpackhi_ps(even, odd), _mm_unpacklo_ps(even, odd));
+}
+
+// std::max(a, b) lane by lane: a unless a < b.
+inline __m256 max_as_std(__m256 a, __m256 b) {
+  return _mm256_blendv_ps(a, b, _mm256_cmp_ps(a, b, _CMP_LT_OQ));
+}
+
+// NQ (2 to 8) queries, one chunk each (s[i]: query i's two halves).
+template <int NQ>
+[[gnu::always_inline]] inline void softmax_update_queries(QueryState* qs,
+                                                          const __m256 (&s)[NQ][1][2], int first,
+                                                          float scale, float (*p)[kChunk],
+                                                          float* correction) {
+  static_assert(NQ >= 2 && NQ <= 8);
+  MaskedChunk chunk[NQ];
+  __m256 halves_max[8], pair_sums[8];
+  alignas(32) float old_max[8] = {}, old_sum[8] = {}, maxima[8], sums[8], corrections[8];
+  for (int i = 0; i < 8; ++i) halves_max[i] = pair_sums[i] = _mm256_setzero_ps();
+  for (int i = 0; i < NQ; ++i) {
+    chunk[i].mask(s[i][0], qs[i].pos - first, scale);
+    halves_max[i] = chunk[i].halves_max();
+    old_max[i] = qs[i].running_max;
+    old_sum[i] = qs[i].running_sum;
+  }
+  const __m256 before = _mm256_load_ps(old_max);
+  const __m256 new_max = max_as_std(before, lane_maxima(halves_max));
+  const __m256 corr = cpu::exp_nonpositive(_mm256_sub_ps(before, new_max));
+  _mm256_store_ps(maxima, new_max);
+  for (int i = 0; i < NQ; ++i) pair_sums[i] = chunk[i].weights(maxima[i], p[i]);
+  _mm256_store_ps(sums, _mm256_fmadd_ps(_mm256_load_ps(old_sum), corr, lane_tree_sums(pair_sums)));
   _mm256_store_ps(corrections, corr);
   for (int i = 0; i < NQ; ++i) {
     qs[i].running_sum = sums[i];
     qs[i].running_max = maxima[i];
     correction[i] = corrections[i];
   }
+}
+
+// One query, C (2 to 8) chunks from chunk ch0 (s[0][c]: chunk c's two halves). The running
+// maximum is a chain over the chunks, but a cheap one; the exps and sums run side by side.
+template <int C>
+[[gnu::always_inline]] inline void softmax_update_chunks(QueryState& q, const __m256 (&s)[1][C][2],
+                                                         int ch0, float scale, float (*p)[kChunk],
+                                                         float* correction) {
+  static_assert(C >= 2 && C <= 8);
+  MaskedChunk chunk[C];
+  __m256 halves_max[8], pair_sums[8];
+  alignas(32) float chunk_max[8], before[8] = {}, maxima[8] = {}, sums[8], corrections[8];
+  for (int c = 0; c < 8; ++c) halves_max[c] = pair_sums[c] = _mm256_setzero_ps();
+  for (int c = 0; c < C; ++c) {
+    chunk[c].mask(s[0][c], q.pos - (ch0 + c) * kChunk, scale);
+    halves_max[c] = chunk[c].halves_max();
+  }
+  _mm256_store_ps(chunk_max, lane_maxima(halves_max));
+  float running = q.running_max;
+  for (int c = 0; c < C; ++c) {
+    before[c] = running;
+    running = std::max(running, chunk_max[c]);
+    maxima[c] = running;
+  }
+  _mm256_store_ps(corrections, cpu::exp_nonpositive(
+                                   _mm256_sub_ps(_mm256_load_ps(before), _mm256_load_ps(maxima))));
+  for (int c = 0; c < C; ++c) pair_sums[c] = chunk[c].weights(maxima[c], p[c]);
+  _mm256_store_ps(sums, lane_tree_sums(pair_sums));
+  float sum = q.running_sum;
+  for (int c = 0; c < C; ++c) {
+    sum = std::fma(sum, corrections[c], sums[c]);
+    correction[c] = corrections[c];
+  }
+  q.running_sum = sum;
+  q.running_max = running;
 }
 
 // The scores of NQ queries for chunks ch0 .. ch0 + C - 1: s[i][c] = fma over d of
@@ -258,6 +311,15 @@ template <int NQ, int C, int D, typename T>
 void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
   __m256 s[NQ][C][2];
   score_chunks<NQ, C, D>(qs, ctx, ch0, s);
+  if constexpr (NQ == 1 && C >= 2) {
+    alignas(32) float p[C][kChunk];
+    float correction[C];
+    softmax_update_chunks<C>(qs[0], s, ch0, scale, p, correction);
+    for (int c = 0; c < C; ++c) {
+      add_chunk_values<1, D>(qs, p + c, correction + c, ctx.v[ch0 + c], value_scales(ctx, ch0 + c));
+    }
+    return;
+  }
   for (int c = 0; c < C; ++c) {
     alignas(32) float p[NQ][kChunk];
     float correction[NQ];
