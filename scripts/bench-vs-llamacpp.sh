@@ -41,7 +41,7 @@
 #   RESULTS        results folder [/tmp/bench-vs-llamacpp]; each run writes run-<UTC time>/
 #                  with results.jsonl (one line per engine, model, shape and round), raw/ (every
 #                  engine's own output) and table.md
-#   PP [512] TG [128]               pp and tg lengths; PP=0: no pp shape
+#   PP [512] TG [128]               pp and tg lengths; PP=0: no pp shape, TG=0: no tg shape
 #   DEPTHS [""]                     e.g. "4096 16384": also tg$TG after that many tokens
 #   BPP [128] BTG [128] NPL [32]    batched: NPL sequences of BPP prompt + BTG generated tokens;
 #                                   NPL=0: no batched shape (PP=0 NPL=0 ROUNDS=6: decode alone,
@@ -166,9 +166,9 @@ run_engine() {  # ENGINE MODEL FILE ROUND
       "${bw[@]}" >"$base-latency.json" 2>"$base-latency.log" || true
     [ "$PP" -gt 0 ] && record "$e" "$m" "pp$PP" "$r" \
       "$(json_field "$base-latency.json" pp_tokens_per_s)" "$base-latency.json"
-    record "$e" "$m" "tg$TG" "$r" "$(json_field "$base-latency.json" tg_tokens_per_s)" \
-      "$base-latency.json"
-    if [ "$BANDWIDTH" = 1 ]; then
+    [ "$TG" -gt 0 ] && record "$e" "$m" "tg$TG" "$r" \
+      "$(json_field "$base-latency.json" tg_tokens_per_s)" "$base-latency.json"
+    if [ "$BANDWIDTH" = 1 ] && [ "$TG" -gt 0 ]; then
       printf '{"engine":"pagedllm","model":"%s","shape":"read_gb_per_s","round":%s,"value":%s}\n' \
         "$m" "$r" "$(json_field "$base-latency.json" read_gb_per_s)" >>"$out"
     fi
@@ -203,7 +203,8 @@ run_engine() {  # ENGINE MODEL FILE ROUND
     >"$base-latency.json" 2>"$base-latency.log") || true
   [ "$PP" -gt 0 ] && record "$e" "$m" "pp$PP" "$r" "$(bench_ts "$base-latency.json" "$PP" 0)" \
     "$base-latency.json"
-  record "$e" "$m" "tg$TG" "$r" "$(bench_ts "$base-latency.json" 0 "$TG")" "$base-latency.json"
+  [ "$TG" -gt 0 ] && record "$e" "$m" "tg$TG" "$r" "$(bench_ts "$base-latency.json" 0 "$TG")" \
+    "$base-latency.json"
   for d in $DEPTHS; do
     local depth=(-p 0 -n "$TG" -d "$d") want=(0 "$TG")
     if [ "$e" = ik_llama.cpp ]; then  # no -d there: -gp D,N times N tokens after D

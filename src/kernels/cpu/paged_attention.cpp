@@ -57,8 +57,9 @@ void cache_token_impl(const float* k, const float* v, int64_t slot, const KVCach
 // Tokens [0, count) at consecutive slots from slot0, all in slot0's block of the CPU layout: each
 // K row [d][offset] of the block is written in one pass over the tokens, where cache_token_impl
 // writes one element of every row per token (BM_ReshapeAndCache, 2 threads: f32 89-96 -> 65 us).
-// A bf16 cache rounds 16 values at a time where the CPU has AVX-512 (kv_store.h): its scalar
-// rounding cost more than the scattered stores (one thread, interleaved: 515-522 -> 246 us).
+// A bf16 cache rounds 16 values at a time where the CPU has AVX-512 and 8 on AVX2 (kv_store.h):
+// its scalar rounding cost more than the scattered stores (one thread, interleaved: 515-522 ->
+// 246 us on AVX-512; on the AVX2 paths see KERNELS.md).
 template <typename T>
 void cache_run_impl(const float* k, const float* v, int width, int count, int64_t slot0,
                     const KVCacheLayer& cache) {
@@ -67,16 +68,18 @@ void cache_run_impl(const float* k, const float* v, int width, int count, int64_
   const int offset0 = static_cast<int>(slot0 % s.block_size);
   T* kc = static_cast<T*>(cache.key);
   T* vc = static_cast<T*>(cache.value);
-  const bool avx512 = active_isa() >= Isa::kAvx512;
+  const bool avx512 = active_isa() >= Isa::kAvx512, avx2 = active_isa() >= Isa::kAvx2;
   for (int h = 0; h < s.num_kv_heads; ++h) {
     const size_t column = static_cast<size_t>(h) * s.head_size;
     T* kd = kc + cache.key_index(block, h, 0, offset0);
     if constexpr (std::is_same_v<T, uint16_t>) {
-      if (avx512) {
-        store_key_rows_bf16_avx512(k + column, width, count, s.head_size, kd, s.block_size);
+      if (avx2) {
+        const auto store_keys = avx512 ? store_key_rows_bf16_avx512 : store_key_rows_bf16_avx2;
+        const auto round_values = avx512 ? round_to_bf16_avx512 : round_to_bf16_avx2;
+        store_keys(k + column, width, count, s.head_size, kd, s.block_size);
         for (int j = 0; j < count; ++j) {
-          round_to_bf16_avx512(v + static_cast<size_t>(j) * width + column, s.head_size,
-                               vc + cache.value_index(block, h, 0, offset0 + j));
+          round_values(v + static_cast<size_t>(j) * width + column, s.head_size,
+                       vc + cache.value_index(block, h, 0, offset0 + j));
         }
         continue;
       }
