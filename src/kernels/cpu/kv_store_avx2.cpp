@@ -14,8 +14,8 @@ inline __m128i to_bf16(__m256 x) {
   const __m256i bits = _mm256_castps_si256(x);
   const __m256i high = _mm256_srli_epi32(bits, 16);
   const __m256i lsb = _mm256_and_si256(high, _mm256_set1_epi32(1));
-  const __m256i rounded =
-      _mm256_srli_epi32(_mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), 16);
   const __m256i quieted = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
   const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
   const __m256i chosen = _mm256_blendv_epi8(rounded, quieted, nan);
@@ -40,7 +40,8 @@ void store_key_rows_bf16_avx2(const float* x, int width, int count, int D, uint1
     int d0 = 0;
     for (; d0 + 8 <= D; d0 += 8) {
       __m256 t[8];
-      for (int j = 0; j < 8; ++j) t[j] = _mm256_loadu_ps(base + static_cast<size_t>(j) * width + d0);
+      for (int j = 0; j < 8; ++j)
+        t[j] = _mm256_loadu_ps(base + static_cast<size_t>(j) * width + d0);
       // The 8 x 8 transpose: rows of tokens into rows of d.
       __m256 u[8], w[8];
       for (int j = 0; j < 8; j += 2) {
@@ -58,9 +59,8 @@ void store_key_rows_bf16_avx2(const float* x, int width, int count, int D, uint1
         const __m256 high = _mm256_permute2f128_ps(w[d], w[d + 4], 0x31);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(kd + static_cast<size_t>(d0 + d) * ld + j0),
                          to_bf16(low));
-        _mm_storeu_si128(
-            reinterpret_cast<__m128i*>(kd + static_cast<size_t>(d0 + d + 4) * ld + j0),
-            to_bf16(high));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(kd + static_cast<size_t>(d0 + d + 4) * ld + j0),
+                         to_bf16(high));
       }
     }
     for (int d = d0; d < D; ++d) {

@@ -295,6 +295,22 @@ class ChunkLocator {
     const T* kc = static_cast<const T*>(c.key);
     const T* vc = static_cast<const T*>(c.value);
     const int D = c.spec.head_size, bs = c.spec.block_size;
+    if (c.spec.layout == KVLayout::kCpu && j0 % bs + count <= bs) {
+      // A context's last, partial chunk in one block of the CPU layout (every decode step has
+      // one): its K rows and V rows copied whole rather than element by element with the index
+      // arithmetic of any layout (BM_PagedAttention ctx 250, 12 kv heads, one thread, on the
+      // AVX2 paths, alternating: bf16 27.8-28.3 -> 25.0-26.6 us, f32 35.8-37.5 -> 33.5-33.7).
+      const int64_t block = blocks[j0 / bs];
+      const int offset = j0 % bs;
+      for (int d = 0; d < D; ++d) {
+        std::copy_n(kc + c.key_index(block, kv_head, d, offset), count, kt + d * ldk);
+        std::fill(kt + d * ldk + count, kt + d * ldk + kChunk, T{0});
+      }
+      std::copy_n(vc + c.value_index(block, kv_head, 0, offset), static_cast<size_t>(count) * D,
+                  vt);
+      std::fill(vt + static_cast<size_t>(count) * D, vt + static_cast<size_t>(kChunk) * D, T{0});
+      return;
+    }
     for (int o = 0; o < kChunk; ++o) {
       if (o >= count) {
         for (int d = 0; d < D; ++d) kt[d * ldk + o] = vt[o * D + d] = T{0};
