@@ -338,12 +338,10 @@ TEST(PagedAttention, EveryIsaPathIsBitIdenticalToThePortableOrder) {
   }
 }
 
-// A bf16 cache holds exactly f32_to_bf16 of each value on every path (the AVX-512 one rounds 16
-// at a time, the AVX2 one 8): ties to even, NaN quieted with its payload, denormals kept,
-// overflow to infinity; runs of 16 tokens and more, and a head size that leaves a partial vector.
-TEST(PagedAttention, Bf16CacheStoresF32ToBf16OfEveryValueOnEveryIsaPath) {
-  IsaGuard guard;
-  const int D = 40, heads = 2, block = 32, num_blocks = 4;
+// Stores a run of tokens with head size D into a bf16 cache on every ISA path the CPU has and
+// checks every element against f32_to_bf16.
+void bf16_cache_stores_f32_to_bf16_on_every_isa_path(int D) {
+  const int heads = 2, block = 32, num_blocks = 4;
   std::vector<int64_t> slots;
   for (int64_t s = 37; s < 110; ++s) slots.push_back(s);
   slots[20] = -1;
@@ -376,15 +374,24 @@ TEST(PagedAttention, Bf16CacheStoresF32ToBf16OfEveryValueOnEveryIsaPath) {
         for (int d = 0; d < D; ++d) {
           const size_t i = t * width + static_cast<size_t>(h * D + d);
           ASSERT_EQ(keys[layer.key_index(b, h, d, offset)], f32_to_bf16(k[i]))
-              << cpu::to_string(isa) << " token " << t << " head " << h << " d " << d;
+              << cpu::to_string(isa) << " D " << D << " token " << t << " head " << h << " d " << d;
           ASSERT_EQ(values[layer.value_index(b, h, d, offset)], f32_to_bf16(v[i]))
-              << cpu::to_string(isa) << " token " << t << " head " << h << " d " << d;
+              << cpu::to_string(isa) << " D " << D << " token " << t << " head " << h << " d " << d;
         }
       }
     }
     ++paths;
   }
   EXPECT_EQ(paths, 1 + cpu::cpu_supports(cpu::Isa::kAvx2) + cpu::cpu_supports(cpu::Isa::kAvx512));
+}
+
+// A bf16 cache holds exactly f32_to_bf16 of each value on every path (the AVX-512 one rounds 16
+// at a time, the AVX2 one 8): ties to even, NaN quieted with its payload, denormals kept,
+// overflow to infinity; runs of 16 tokens and more, and a head size that leaves a partial vector.
+TEST(PagedAttention, Bf16CacheStoresF32ToBf16OfEveryValueOnEveryIsaPath) {
+  IsaGuard guard;
+  // Head sizes of whole 8-lane vectors (40) and with a partial one on every path (20).
+  for (const int D : {40, 20}) bf16_cache_stores_f32_to_bf16_on_every_isa_path(D);
 }
 
 // Batch invariance: a token's output bits are the same whether its request's tokens are
