@@ -45,55 +45,6 @@ inline __m256 load8_f16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-// attention_tile.h's tree_sum16 of a chunk held as lanes 0-7 (lo) and 8-15 (hi).
-inline float tree_sum16(__m256 lo, __m256 hi) {
-  const __m256 a = _mm256_add_ps(lo, hi);
-  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
-
-inline float reduce_max(__m256 lo, __m256 hi) {
-  const __m256 a = _mm256_max_ps(lo, hi);
-  __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-  b = _mm_max_ps(b, _mm_movehl_ps(b, b));
-  return _mm_cvtss_f32(_mm_max_ss(b, _mm_shuffle_ps(b, b, 1)));
-}
-
-// Softmax bookkeeping of one query for one chunk (s: its two halves): p (16 weights) and the
-// correction of acc.
-inline float softmax_update(QueryState& qs, const __m256 (&s)[2], int first, float scale,
-                            float* p) {
-  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m256i last = _mm256_set1_epi32(qs.pos - first);
-  __m256 valid[2], scaled[2];
-  for (int h = 0; h < 2; ++h) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    // lane <= pos - first, as not (lane > pos - first).
-    valid[h] = _mm256_castsi256_ps(
-        _mm256_xor_si256(_mm256_cmpgt_epi32(_mm256_add_epi32(lane, _mm256_set1_epi32(8 * h)), last),
-                         _mm256_set1_epi32(-1)));
-    scaled[h] = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(s[h], _mm256_set1_ps(scale)), valid[h]);
-  }
-  const float new_max = std::max(qs.running_max, reduce_max(scaled[0], scaled[1]));
-  const float correction = cpu::exp_nonpositive(qs.running_max - new_max);
-  __m256 e[2];
-  for (int h = 0; h < 2; ++h) {
-    e[h] = _mm256_and_ps(valid[h],
-                         cpu::exp_nonpositive(_mm256_sub_ps(scaled[h], _mm256_set1_ps(new_max))));
-    _mm256_store_ps(p + 8 * h, e[h]);
-  }
-  qs.running_sum = std::fma(qs.running_sum, correction, tree_sum16(e[0], e[1]));
-  qs.running_max = new_max;
-  return correction;
-}
-
-// The softmax of up to 8 (query, chunk) pairs at once, with softmax_update's bits: their maxima
-// and sums are reduced side by side in 8 lanes (the sums in tree_sum16's pairing: lanes o and
-// o + 8, then o + 4, o + 2, o + 1) and their corrections are one vector exp. One pair at a time,
-// each with a scalar exp, the softmax took about as long as the chunk's score products
-// (BM_PagedAttention on the AVX2 paths: see KERNELS.md).
-
 // A chunk's scores scaled, and -inf past the query's position (last: pos - the chunk's first).
 struct MaskedChunk {
   __m256 valid[2], scaled[2];
@@ -121,6 +72,39 @@ struct MaskedChunk {
     return _mm256_add_ps(e[0], e[1]);
   }
 };
+
+// attention_tile.h's tree_sum16 of a chunk, from its pair sums (lanes o: p[o] + p[o + 8]).
+inline float tree_sum16(__m256 pair_sums) {
+  const __m128 b =
+      _mm_add_ps(_mm256_castps256_ps128(pair_sums), _mm256_extractf128_ps(pair_sums, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+inline float reduce_max(__m256 a) {
+  __m128 b = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  b = _mm_max_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_max_ss(b, _mm_shuffle_ps(b, b, 1)));
+}
+
+// Softmax bookkeeping of one query for one chunk (s: its two halves): p (16 weights) and the
+// correction of acc.
+inline float softmax_update(QueryState& qs, const __m256 (&s)[2], int first, float scale,
+                            float* p) {
+  MaskedChunk chunk;
+  chunk.mask(s, qs.pos - first, scale);
+  const float new_max = std::max(qs.running_max, reduce_max(chunk.halves_max()));
+  const float correction = cpu::exp_nonpositive(qs.running_max - new_max);
+  qs.running_sum = std::fma(qs.running_sum, correction, tree_sum16(chunk.weights(new_max, p)));
+  qs.running_max = new_max;
+  return correction;
+}
+
+// The softmax of up to 8 (query, chunk) pairs at once, with softmax_update's bits: their maxima
+// and sums are reduced side by side in 8 lanes (the sums in tree_sum16's pairing: lanes o and
+// o + 8, then o + 4, o + 2, o + 1) and their corrections are one vector exp. One pair at a time,
+// each with a scalar exp, the softmax took about as long as the chunk's score products
+// (BM_PagedAttention on the AVX2 paths: see KERNELS.md).
 
 // Lane i: the maximum of v[i]'s 8 lanes (max is exact in any order).
 inline __m256 lane_maxima(const __m256 (&v)[8]) {

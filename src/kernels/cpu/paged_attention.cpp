@@ -69,13 +69,13 @@ void cache_run_impl(const float* k, const float* v, int width, int count, int64_
   T* kc = static_cast<T*>(cache.key);
   T* vc = static_cast<T*>(cache.value);
   const bool avx512 = active_isa() >= Isa::kAvx512, avx2 = active_isa() >= Isa::kAvx2;
+  const auto store_keys = avx512 ? store_key_rows_bf16_avx512 : store_key_rows_bf16_avx2;
+  const auto round_values = avx512 ? round_to_bf16_avx512 : round_to_bf16_avx2;
   for (int h = 0; h < s.num_kv_heads; ++h) {
     const size_t column = static_cast<size_t>(h) * s.head_size;
     T* kd = kc + cache.key_index(block, h, 0, offset0);
     if constexpr (std::is_same_v<T, uint16_t>) {
       if (avx2) {
-        const auto store_keys = avx512 ? store_key_rows_bf16_avx512 : store_key_rows_bf16_avx2;
-        const auto round_values = avx512 ? round_to_bf16_avx512 : round_to_bf16_avx2;
         store_keys(k + column, width, count, s.head_size, kd, s.block_size);
         for (int j = 0; j < count; ++j) {
           round_values(v + static_cast<size_t>(j) * width + column, s.head_size,
