@@ -180,7 +180,7 @@ static_assert(kF32GroupMaxK % kKBlock == 0, "k ranges are whole blocks");
 TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile == gemm_tile_avx2 && storage == PanelStorage::kF32 && M == 1) return {1, 4};  // decode
-  if (tile == gemm_tile_avx2) return {kAvx2Rows, 2};
+  if (tile == gemm_tile_avx2) return {kAvx2Rows, 2, 0, true};
   if (tile == gemm_int8_tile_avx2) return {kAvx2Int8Rows, 2};
   if (tile == gemm_int8_tile_vnni) return {kVnniRows, 2};
   if (tile == gemm_bf16_tile_dot || tile == gemm_bf16_tile_fma) return {kBf16DotRows, 2};

@@ -109,9 +109,10 @@ struct TileArgs {
   // blocks, else leave the running totals in y for the next range. Totals round-trip exactly.
   int k_begin = 0, k_end = 0;
   bool resume = false, finish = true;
-  // The AVX-512 f32 tile only, over all of K: the first panel of the np-panel group this thread
-  // runs next (-1: none), whose lines [next_line, next_line + K) in its first pass's order (line
-  // i: k = i / np of panel i % np) the tile fetches into cache, one per k step.
+  // The AVX-512 f32 tile, over all of K: the first panel of the np-panel group this thread runs
+  // next (-1: none), whose lines [next_line, next_line + K) in its first pass's order (line i:
+  // k = i / np of panel i % np) the tile fetches into cache, one per k step. The AVX2 batch
+  // tiles read one line per panel and step, so the tile given next_line 0 fetches all of it.
   int next_p = -1, next_line = 0;
 };
 void gemm_tile_generic(const TileArgs& a);
