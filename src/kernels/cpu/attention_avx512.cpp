@@ -136,12 +136,18 @@ template <int QB, int DV>
 // q_i[d] * K[d][o], from 0. The FMA units need about 8 independent chains (NQ * C of them).
 template <int NQ, int C, int DV, typename T>
 [[gnu::always_inline]] inline void score_chunks(const QueryState* qs, const Chunks<T>& ctx, int ch0,
-                                                __m512 (&s)[NQ][C]) {
+                                                int chunks, __m512 (&s)[NQ][C]) {
   for (int i = 0; i < NQ; ++i) {
     for (int c = 0; c < C; ++c) s[i][c] = _mm512_setzero_ps();
   }
   const T* kt[C];
-  for (int c = 0; c < C; ++c) kt[c] = ctx.k[ch0 + c];
+  const T* next_k[C];  // fetched as on AVX2 (attention_avx2.cpp's score_chunks)
+  const T* vt[C];
+  for (int c = 0; c < C; ++c) {
+    kt[c] = ctx.k[ch0 + c];
+    next_k[c] = ctx.k[std::min(ch0 + C + c, chunks - 1)];
+    vt[c] = ctx.v[ch0 + c];
+  }
   // d in groups that share their q8_0 scales (the whole head for the other types).
   constexpr int kGroup = kIsQ8<T> && DV * 16 >= kQ8Group ? kQ8Group : DV * 16;
   for (int d0 = 0; d0 < DV * 16; d0 += kGroup) {
@@ -153,6 +159,9 @@ template <int NQ, int C, int DV, typename T>
     for (int d = d0; d < d0 + kGroup; ++d) {
       __m512 k[C];
       for (int c = 0; c < C; ++c) {
+        _mm_prefetch(reinterpret_cast<const char*>(next_k[c] + static_cast<size_t>(d) * ctx.ldk),
+                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(vt[c] + d * kChunk), _MM_HINT_T0);
         k[c] = load16(kt[c] + static_cast<size_t>(d) * ctx.ldk);
         if constexpr (kIsQ8<T>) k[c] = _mm512_mul_ps(k[c], scale[c]);
       }
@@ -166,9 +175,9 @@ template <int NQ, int C, int DV, typename T>
 
 // NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C <= 8 score chains).
 template <int NQ, int C, int DV, typename T>
-void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
+void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0, int chunks) {
   __m512 s[NQ][C];
-  score_chunks<NQ, C, DV>(qs, ctx, ch0, s);
+  score_chunks<NQ, C, DV>(qs, ctx, ch0, chunks, s);
   constexpr int QB = NQ < 16 / DV ? NQ : 16 / DV;
   for (int c = 0; c < C; ++c) {
     alignas(64) float p[NQ][kChunk];
@@ -188,7 +197,7 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0) {
 // Chunks [ch, chunks) in strips of C, then what is left in strips of C / 2, C / 4, ...
 template <int NQ, int C, int DV, typename T>
 void attend_range(QueryState* qs, float scale, const Chunks<T>& ctx, int ch, int chunks) {
-  for (; ch + C <= chunks; ch += C) attend_strip<NQ, C, DV>(qs, scale, ctx, ch);
+  for (; ch + C <= chunks; ch += C) attend_strip<NQ, C, DV>(qs, scale, ctx, ch, chunks);
   if constexpr (C > 1) {
     if (ch < chunks) attend_range<NQ, C / 2, DV>(qs, scale, ctx, ch, chunks);
   }
@@ -280,9 +289,9 @@ inline void softmax_eight(const QueryState* qs, const float (*s)[8][kChunk], int
 // independent FMA chains, where one chunk's 8 leave the FMA units waiting on their latency.
 template <int NC, int DV, typename T>
 [[gnu::always_inline]] inline void score_eight(const QueryState* qs, const Chunks<T>& ctx, int ch,
-                                               float (*s)[8][kChunk]) {
+                                               int chunks, float (*s)[8][kChunk]) {
   __m512 sum[8][NC];
-  score_chunks<8, NC, DV>(qs, ctx, ch, sum);
+  score_chunks<8, NC, DV>(qs, ctx, ch, chunks, sum);
   for (int c = 0; c < NC; ++c) {
     for (int i = 0; i < 8; ++i) _mm512_store_ps(s[c][i], sum[i][c]);
   }
@@ -331,8 +340,8 @@ void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
   for (int ch0 = 0; ch0 < chunks; ch0 += kPhaseChunks) {
     const int n = std::min(kPhaseChunks, chunks - ch0);
     int c = 0;
-    for (; c + 2 <= n; c += 2) score_eight<2, DV>(qs, ctx, ch0 + c, s + c);
-    if (c < n) score_eight<1, DV>(qs, ctx, ch0 + c, s + c);
+    for (; c + 2 <= n; c += 2) score_eight<2, DV>(qs, ctx, ch0 + c, chunks, s + c);
+    if (c < n) score_eight<1, DV>(qs, ctx, ch0 + c, chunks, s + c);
     for (c = 0; c + 2 <= n; c += 2)
       softmax_eight<2>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
     if (c < n)
