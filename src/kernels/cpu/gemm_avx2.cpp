@@ -57,6 +57,7 @@ void write_rows(const TileArgs& a, int m_offset, int n0, const float (&total)[MR
 }
 
 // Rows [m_offset, m_offset + MR) of the tile against V 8-output vectors of the panels from p.
+// fetch (batches, MR > 1): the panel whose line k the pass fetches into L2 at step k (fetch_panel).
 template <int MR, int V, PanelStorage kS>
 void rows(const TileArgs& a, int p, int m_offset, const char* fetch = nullptr) {
   constexpr bool kPairs = kS == PanelStorage::kBF16;
@@ -80,7 +81,6 @@ void rows(const TileArgs& a, int p, int m_offset, const char* fetch = nullptr) {
   }
   const auto f32_column = [&](int v) { return f32_panels[v / kHalves] + (v % kHalves) * 8; };
   const auto bf16_column = [&](int v) { return bf16_panels[v / kHalves] + (v % kHalves) * 16; };
-  if (fetch == nullptr) fetch = reinterpret_cast<const char*>(a.w->f32_panel(p));
   const float* x_rows[MR] = {};
   const uint32_t* pair_rows[MR] = {};
   for (int m = 0; m < MR; ++m) {
@@ -173,18 +173,18 @@ void f32_rows(const TileArgs& a, int p, int m, int count, const char* fetch) {
   rows<MR, kHalves, PanelStorage::kF32>(a, p, m, fetch);
 }
 
-// Panel q of the group this thread runs next, for the batch tiles to fetch into L2 line by line
-// as they read panel q of this group (TileArgs::next_p), or nullptr. Without it a batch's first
-// row tile over a group waited on DRAM. One row tile's pass covers the whole next group, so only
-// the first of the tiles given one fetches. llama-110m bf16 batched 32 x (128 + 128) on the AVX2
-// paths, 4 alternating rounds: 625-631 -> 628-694 tok/s (into L1: 653-669); f32 +2-4 %; pp512
-// unchanged.
-const char* next_panel(const TileArgs& a, int q) {
-  if (a.next_p < 0 || a.next_line != 0) return nullptr;
-  return reinterpret_cast<const char*>(
-      a.w->storage() == PanelStorage::kBF16
-          ? static_cast<const void*>(a.w->bf16_panel(a.next_p + q))
-          : static_cast<const void*>(a.w->f32_panel(a.next_p + q)));
+// The panel that row group g's pass over panel q of this tile fetches into L2, line by line as
+// it reads its own: panel q of the group this thread runs next (TileArgs::next_p), or panel q
+// itself (fetches that hit the cache). Without it a batch's first row tile over a group waited
+// on DRAM. One row group's pass covers the whole next group, so only the first row group of the
+// tile given next_line 0 fetches it. llama-110m bf16 batched 32 x (128 + 128) on the AVX2 paths,
+// 4 alternating rounds: 625-631 -> 628-694 tok/s (into L1: 653-669); f32 +2-4 %; pp512 unchanged.
+const char* fetch_panel(const TileArgs& a, int q, int g) {
+  const bool next = g == 0 && a.next_p >= 0 && a.next_line == 0;
+  const int p = (next ? a.next_p : a.p) + q;
+  return reinterpret_cast<const char*>(a.w->storage() == PanelStorage::kBF16
+                                           ? static_cast<const void*>(a.w->bf16_panel(p))
+                                           : static_cast<const void*>(a.w->f32_panel(p)));
 }
 
 // The first of `rows` rows that group g of `groups` takes, the rows split evenly.
@@ -204,7 +204,7 @@ void dispatch_f32(const TileArgs& a) {
     for (int g = 0; g < groups; ++g) {
       const int m = group_begin(a.mr, groups, g);
       f32_rows<kAvx2Rows>(a, a.p + q, m, group_begin(a.mr, groups, g + 1) - m,
-                          g == 0 ? next_panel(a, q) : nullptr);
+                          fetch_panel(a, q, g));
     }
   }
 }
@@ -220,7 +220,6 @@ template <int MR>
 void bf16_batch_rows(const TileArgs& a, int p, int m_offset, const char* fetch) {
   constexpr int kPairBlock = kKBlock / 2;
   const uint16_t* panel = a.w->bf16_panel(p);
-  if (fetch == nullptr) fetch = reinterpret_cast<const char*>(panel);
   const float* wide_rows[MR];
   for (int m = 0; m < MR; ++m) wide_rows[m] = a.xb->widened_row(a.m0 + m_offset + m);
   const int pairs = a.xb->pairs;
@@ -296,7 +295,7 @@ void dispatch_bf16(const TileArgs& a) {
     for (int g = 0; g < groups; ++g) {
       const int m = group_begin(a.mr, groups, g);
       bf16_batch_group<kAvx2Rows>(a, a.p + q, m, group_begin(a.mr, groups, g + 1) - m,
-                                  g == 0 ? next_panel(a, q) : nullptr);
+                                  fetch_panel(a, q, g));
     }
   }
 }

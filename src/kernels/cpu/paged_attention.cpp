@@ -250,33 +250,29 @@ class ChunkLocator {
       const int j0 = ch * kChunk;
       const int count = std::min(kChunk, last_pos + 1 - j0);
       const auto i = static_cast<size_t>(ch);
-      if (in_place && count == kChunk) {
+      if (in_place) {  // the chunk lies in one block
         const int64_t block = blocks[j0 / s.block_size];
         const int offset = j0 % s.block_size;
-        k_[i] = kc + c.key_index(block, kv_head, 0, offset);
-        v_[i] = vc + c.value_index(block, kv_head, 0, offset);
-        if constexpr (kIsQ8<T>) {
-          ks_[i] = c.key_scale + c.key_scale_index(block, kv_head, 0, offset);
-          vs_[i] = c.value_scale + c.value_scale_index(block, kv_head, offset, 0);
+        if (count == kChunk) {
+          k_[i] = kc + c.key_index(block, kv_head, 0, offset);
+          v_[i] = vc + c.value_index(block, kv_head, 0, offset);
+          if constexpr (kIsQ8<T>) {
+            ks_[i] = c.key_scale + c.key_scale_index(block, kv_head, 0, offset);
+            vs_[i] = c.value_scale + c.value_scale_index(block, kv_head, offset, 0);
+          }
+          continue;
         }
-        continue;
-      }
-      if (in_place && !kIsQ8<T>) {
-        // The context's last, partial chunk (every decode step has one): its K rows are read in
-        // place, as the positions past the context get -inf scores whatever their K holds, and
-        // only its V rows are copied, as a weight of 0 times a stale NaN would not vanish.
-        // Copying the K rows as well took 3 % of a batch's decode (llama-110m f32 batched on
-        // the AVX2 paths, perf).
-        const int64_t block = blocks[j0 / s.block_size];
-        const int offset = j0 % s.block_size;
-        k_[i] = kc + c.key_index(block, kv_head, 0, offset);
-        T* vt = copy + k_size;
-        std::copy_n(vc + c.value_index(block, kv_head, 0, offset),
-                    static_cast<size_t>(count) * s.head_size, vt);
-        std::fill(vt + static_cast<size_t>(count) * s.head_size,
-                  vt + static_cast<size_t>(kChunk) * s.head_size, T{0});
-        v_[i] = vt;
-        continue;
+        if constexpr (!kIsQ8<T>) {
+          // The context's last, partial chunk (every decode step has one): its K rows are read
+          // in place, as the positions past the context get -inf scores whatever their K holds,
+          // and only its V rows are copied, as a weight of 0 times a stale NaN would not vanish.
+          // Copying the K rows as well took 3 % of a batch's decode (llama-110m f32 batched on
+          // the AVX2 paths, perf).
+          k_[i] = kc + c.key_index(block, kv_head, 0, offset);
+          v_[i] = copy + k_size;
+          copy_value_rows(c, block, kv_head, offset, count, copy + k_size);
+          continue;
+        }
       }
       copy_chunk(c, blocks, kv_head, j0, count, ldk, copy, copy + k_size);
       k_[i] = copy;
@@ -308,14 +304,25 @@ class ChunkLocator {
     }
   }
 
+  // The V rows of `count` positions from offset of one block of the CPU layout into a dense
+  // 16-row tile, zero past them.
+  static void copy_value_rows(const KVCacheLayer& c, int64_t block, int kv_head, int offset,
+                              int count, T* vt) {
+    const auto D = static_cast<size_t>(c.spec.head_size);
+    std::copy_n(static_cast<const T*>(c.value) + c.value_index(block, kv_head, 0, offset),
+                static_cast<size_t>(count) * D, vt);
+    std::fill(vt + static_cast<size_t>(count) * D, vt + static_cast<size_t>(kChunk) * D, T{0});
+  }
+
   static void copy_chunk(const KVCacheLayer& c, const int32_t* blocks, int kv_head, int j0,
                          int count, int ldk, T* kt, T* vt) {
     const T* kc = static_cast<const T*>(c.key);
     const T* vc = static_cast<const T*>(c.value);
     const int D = c.spec.head_size, bs = c.spec.block_size;
     if (c.spec.layout == KVLayout::kCpu && j0 % bs + count <= bs) {
-      // A context's last, partial chunk in one block of the CPU layout (every decode step has
-      // one): its K rows and V rows copied whole rather than element by element with the index
+      // A context's last, partial chunk in one block of the CPU layout (here for q8_0 and for
+      // block sizes that are not a multiple of 16; locate reads the other types' K rows in
+      // place): its K rows and V rows copied whole rather than element by element with the index
       // arithmetic of any layout (BM_PagedAttention ctx 250, 12 kv heads, one thread, on the
       // AVX2 paths, alternating: bf16 27.8-28.3 -> 25.0-26.6 us, f32 35.8-37.5 -> 33.5-33.7).
       const int64_t block = blocks[j0 / bs];
@@ -324,9 +331,7 @@ class ChunkLocator {
         std::copy_n(kc + c.key_index(block, kv_head, d, offset), count, kt + d * ldk);
         std::fill(kt + d * ldk + count, kt + d * ldk + kChunk, T{0});
       }
-      std::copy_n(vc + c.value_index(block, kv_head, 0, offset), static_cast<size_t>(count) * D,
-                  vt);
-      std::fill(vt + static_cast<size_t>(count) * D, vt + static_cast<size_t>(kChunk) * D, T{0});
+      copy_value_rows(c, block, kv_head, offset, count, vt);
       return;
     }
     for (int o = 0; o < kChunk; ++o) {
