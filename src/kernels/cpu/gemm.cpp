@@ -205,7 +205,7 @@ void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivatio
   super_blocks = w.cols() >> w.super_shift();
   pairs = (subs + 1) / 2;
   const size_t n = static_cast<size_t>(M) * static_cast<size_t>(super_blocks);
-  xsum.resize(n);
+  offset_xsum.resize(n);
   x_scale.resize(n);
   xsum_pairs.resize(n * static_cast<size_t>(pairs));
   // A sub-block's xsum is at most 32 * 127 in magnitude, so it fits an int16 half.
@@ -216,7 +216,7 @@ void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivatio
   for (int m = 0; m < M; ++m) {
     for (int s = 0; s < super_blocks; ++s) {
       const int k0 = s << w.super_shift();
-      xsum[at(m, s)] = xq.sum(m, k0, subs * B);
+      offset_xsum[at(m, s)] = w.code_offset() * xq.sum(m, k0, subs * B);
       x_scale[at(m, s)] = xq.scale(m, k0);
       int32_t* out = xsum_pairs.data() + at(m, s) * static_cast<size_t>(pairs);
       for (int i = 0; i < pairs; ++i) {

@@ -67,13 +67,15 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
                  const float* bias);
 
 // Per activation row and weight super-block, the activation factors of the int8 terms (see
-// above): x_scale, xsum over the super-block, and the sub-blocks' xsum_j as int16 pairs (xsum_2i
-// in the low half, xsum_2i+1 in the high half, 0 past the last sub-block) for the kernels'
-// pairwise products with the weights' sub-block factors. Computed once per product for the
+// above): x_scale, code_offset * xsum over the super-block, and the sub-blocks' xsum_j as int16
+// pairs (xsum_2i in the low half, xsum_2i+1 in the high half, 0 past the last sub-block) for the
+// kernels' pairwise products with the weights' sub-block factors. Computed once per product for the
 // AVX2, VNNI and AMX tiles, rather than in every panel group.
 struct SubBlockRowFactors {
   int super_blocks = 0, pairs = 0;  // pairs per super-block
-  std::vector<int32_t> xsum;        // [M][super_blocks]
+  // [M][super_blocks]: code_offset * the super-block's xsum, the offset term every tile
+  // subtracts (premultiplied: one broadcast load per row and block in Q4_0's epilogue).
+  std::vector<int32_t> offset_xsum;
   std::vector<float> x_scale;       // [M][super_blocks]
   std::vector<int32_t> xsum_pairs;  // [M][super_blocks][pairs]
   void compute(const PackedMatrix& w, const QuantizedActivations& xq, int M);

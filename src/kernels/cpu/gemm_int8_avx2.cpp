@@ -265,8 +265,8 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         const size_t i = xf.at(a.m0 + r, s);
         const int32_t* xsum_pairs = xf.pairs_at(a.m0 + r, s);
         __m256i isum = dot[r][h];
-        if (kUnit && offset) {
-          isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(offset * xf.xsum[i]));
+        if (kUnit && offset) {  // Q4_0: offset is the code offset, which offset_xsum holds
+          isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(xf.offset_xsum[i]));
         } else if (!kUnit && offset) {
           isum = _mm256_sub_epi32(isum, pair_products(f.offset_scales, xsum_pairs, xf.pairs));
         }

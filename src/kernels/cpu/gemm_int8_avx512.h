@@ -117,7 +117,7 @@ inline __m512 super_block_term(__m512i isum, const SuperBlockFactors<NP, kMins, 
   const size_t i = xf.at(row, s);
   const int32_t* xsum_pairs = xf.pairs_at(row, s);
   if constexpr (kUnit) {
-    if (offset) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(offset * xf.xsum[i]));
+    if (offset) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(xf.offset_xsum[i]));
   } else {
     if (offset)
       isum = _mm512_add_epi32(isum, pair_products(f.offset_scales[q], xsum_pairs, xf.pairs));
