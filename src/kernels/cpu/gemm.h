@@ -73,8 +73,9 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
 // AVX2, VNNI and AMX tiles, rather than in every panel group.
 struct SubBlockRowFactors {
   int super_blocks = 0, pairs = 0;  // pairs per super-block
-  // [M][super_blocks]: code_offset * the super-block's xsum, the offset term every tile
-  // subtracts (premultiplied: one broadcast load per row and block in Q4_0's epilogue).
+  // [M][super_blocks]: code_offset * the super-block's xsum, the offset term that the tiles of
+  // unit-scale weights (Q8_0, Q4_0) subtract, premultiplied: one broadcast load per row and
+  // block in Q4_0's epilogue.
   std::vector<int32_t> offset_xsum;
   std::vector<float> x_scale;       // [M][super_blocks]
   std::vector<int32_t> xsum_pairs;  // [M][super_blocks][pairs]

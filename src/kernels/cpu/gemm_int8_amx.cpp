@@ -150,7 +150,7 @@ void tile(const TileArgs& a) {
       for (int q = 0; q < NP; ++q) {
         const __m512i sum = _mm512_load_si512(kUnit ? dots[b % 2][q][m] : isum[m][q]);
         const __m512 t =
-            int8::super_block_term(sum, factors, q, *a.xf, a.m0 + m, s, w.code_offset());
+            int8::super_block_term(sum, factors, q, *a.xf, a.m0 + m, s, w.code_offset() != 0);
         _mm512_store_ps(total[m][q], _mm512_add_ps(_mm512_load_ps(total[m][q]), t));
       }
     }

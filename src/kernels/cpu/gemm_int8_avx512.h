@@ -110,16 +110,17 @@ inline __m512i pair_products(const __m512i* factors, const int32_t* xsum_pairs, 
 }
 
 // The super-block's term t of gemm.h for 16 outputs of panel q, from the sum over its sub-blocks
-// of scale * dot (isum before the offset term; offset 0 where the caller has added it).
+// of scale * dot (isum before the offset term; add_offset false where the caller has added it or
+// the codes have no offset).
 template <int NP, bool kMins, bool kUnit>
 inline __m512 super_block_term(__m512i isum, const SuperBlockFactors<NP, kMins, kUnit>& f, int q,
-                               const SubBlockRowFactors& xf, int row, int s, int offset) {
+                               const SubBlockRowFactors& xf, int row, int s, bool add_offset) {
   const size_t i = xf.at(row, s);
   const int32_t* xsum_pairs = xf.pairs_at(row, s);
   if constexpr (kUnit) {
-    if (offset) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(xf.offset_xsum[i]));
+    if (add_offset) isum = _mm512_sub_epi32(isum, _mm512_set1_epi32(xf.offset_xsum[i]));
   } else {
-    if (offset)
+    if (add_offset)
       isum = _mm512_add_epi32(isum, pair_products(f.offset_scales[q], xsum_pairs, xf.pairs));
   }
   const __m512 x_scale = _mm512_set1_ps(xf.x_scale[i]);

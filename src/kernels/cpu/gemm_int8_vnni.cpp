@@ -136,7 +136,7 @@ void tile(const TileArgs& a) {
       for (int q = 0; q < NP; ++q) {
         total[m][q] = _mm512_add_ps(
             total[m][q], int8::super_block_term(dot[0][m][q], factors, q, *a.xf, a.m0 + m, s,
-                                                kUnit ? 0 : w.code_offset()));
+                                                !kUnit && w.code_offset() != 0));
       }
     }
   }
