@@ -12,7 +12,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libcurl4-openssl-dev
   openmpi-bin libopenmpi-dev
-  clang libclang-rt-14-dev libomp-dev clang-format
+  libomp-dev  # LLVM's OpenMP runtime, which every build links (CMakeLists.txt says why)
+  clang libclang-rt-14-dev clang-format
   python3 python3-numpy python3-jinja2 python3-sentencepiece python3-pil
 )
 # Node and npm bundle the chat page (webui/) at build time, and run reference tokenizers, the
