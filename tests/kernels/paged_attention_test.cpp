@@ -90,8 +90,9 @@ TEST_P(PagedAttention, MatchesDenseCausalAttentionThroughScatteredBlocks) {
 // fused: K and V are read in place from rows laid out as a fused qkv projection writes them
 // (q, k, v side by side, reshape_and_cache's row_stride), rather than from packed rows.
 void ExpectEachTokenStoredAtItsSlotOnly(const std::vector<int64_t>& slots, DType dtype,
-                                        KVLayout layout, bool fused = false) {
-  const int D = 16, heads = 2, block = 4, num_blocks = 16;
+                                        KVLayout layout, bool fused = false, int D = 16,
+                                        int block = 4) {
+  const int heads = 2, num_blocks = 16;
   const int tokens = static_cast<int>(slots.size());
   const int padding = static_cast<int>(std::count(slots.begin(), slots.end(), int64_t{-1}));
   KVCacheSpec spec{1, num_blocks, block, heads, D, dtype, layout};
@@ -183,6 +184,22 @@ TEST_P(PagedAttention, ReshapeAndCacheReadsKAndVInPlaceFromFusedQkvRows) {
   slots[3] = -1;
   for (int64_t s : {50, 33, 61}) slots.push_back(s);
   ExpectEachTokenStoredAtItsSlotOnly(slots, std::get<0>(GetParam()), std::get<1>(GetParam()), true);
+}
+
+// Blocks of 32: whole runs of 16 tokens (the bf16 key store's transposing path) and the tokens
+// after them (its one-token path, which decode takes), with a head size that fills no whole
+// vector: 20 (16 + 4, or 8 + 8 + 4 on AVX2) in the CPU layout; 32 in vLLM's, which takes
+// multiples of 16 only (for fp8).
+TEST_P(PagedAttention, ReshapeAndCacheStoresLongRunsAndSingleTokensOfAnyHeadSize) {
+  const KVLayout layout = std::get<1>(GetParam());
+  std::vector<int64_t> slots;
+  for (int64_t s = 35; s < 90; ++s) slots.push_back(s);  // 29 + 16 + 10 tokens of three blocks
+  slots[20] = -1;
+  for (int64_t s : {200, 131, 97}) slots.push_back(s);
+  for (const bool fused : {false, true}) {
+    ExpectEachTokenStoredAtItsSlotOnly(slots, std::get<0>(GetParam()), layout, fused,
+                                       layout == KVLayout::kCpu ? 20 : 32, 32);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(KvDtypesAndLayouts, PagedAttention,

@@ -68,9 +68,17 @@ void store_key_rows_bf16_avx2(const float* x, int width, int count, int D, uint1
         kd[static_cast<size_t>(d) * ld + j] = f32_to_bf16(x[static_cast<size_t>(j) * width + d]);
     }
   }
-  for (int d = 0; d < D; ++d) {
-    for (int j = j0; j < count; ++j)
-      kd[static_cast<size_t>(d) * ld + j] = f32_to_bf16(x[static_cast<size_t>(j) * width + d]);
+  // The last tokens (a decode step's one) one at a time: 8 values rounded from one load, then
+  // stored a row apart.
+  for (int j = j0; j < count; ++j) {
+    const float* values = x + static_cast<size_t>(j) * width;
+    int d0 = 0;
+    for (; d0 + 8 <= D; d0 += 8) {
+      alignas(16) uint16_t rounded[8];
+      _mm_store_si128(reinterpret_cast<__m128i*>(rounded), to_bf16(_mm256_loadu_ps(values + d0)));
+      for (int d = 0; d < 8; ++d) kd[static_cast<size_t>(d0 + d) * ld + j] = rounded[d];
+    }
+    for (int d = d0; d < D; ++d) kd[static_cast<size_t>(d) * ld + j] = f32_to_bf16(values[d]);
   }
 }
 

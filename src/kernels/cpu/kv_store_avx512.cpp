@@ -42,12 +42,29 @@ void store_key_rows_bf16_avx512(const float* x, int width, int count, int D, uin
   const __m512i token =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(width));
-  for (int j0 = 0; j0 < count; j0 += 16) {
-    const __mmask16 m = first(count - j0);
+  int j0 = 0;
+  for (; j0 + 16 <= count; j0 += 16) {
     const float* base = x + static_cast<size_t>(j0) * width;
     for (int d = 0; d < D; ++d) {
-      const __m512 column = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, token, base + d, 4);
-      _mm256_mask_storeu_epi16(kd + static_cast<size_t>(d) * ld + j0, m, to_bf16(column));
+      // The zero-masked form: the unmasked one trips g++ 12's -Wmaybe-uninitialized.
+      const __m512 column =
+          _mm512_mask_i32gather_ps(_mm512_setzero_ps(), 0xFFFF, token, base + d, 4);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(kd + static_cast<size_t>(d) * ld + j0),
+                          to_bf16(column));
+    }
+  }
+  // The last tokens (a decode step's one) one at a time: 16 values rounded from one load, then
+  // stored a row apart. A gather per row cost about 5 us per layer for a single token
+  // (llama-110m decode, perf: 1.4 % of the step).
+  for (int j = j0; j < count; ++j) {
+    const float* values = x + static_cast<size_t>(j) * width;
+    for (int d0 = 0; d0 < D; d0 += 16) {
+      const __mmask16 m = first(D - d0);
+      alignas(32) uint16_t rounded[16];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(rounded),
+                         to_bf16(_mm512_maskz_loadu_ps(m, values + d0)));
+      for (int d = d0; d < std::min(D, d0 + 16); ++d)
+        kd[static_cast<size_t>(d) * ld + j] = rounded[d - d0];
     }
   }
 }
