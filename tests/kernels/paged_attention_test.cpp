@@ -193,7 +193,9 @@ TEST_P(PagedAttention, ReshapeAndCacheReadsKAndVInPlaceFromFusedQkvRows) {
 TEST_P(PagedAttention, ReshapeAndCacheStoresLongRunsAndSingleTokensOfAnyHeadSize) {
   const KVLayout layout = std::get<1>(GetParam());
   std::vector<int64_t> slots;
-  for (int64_t s = 35; s < 90; ++s) slots.push_back(s);  // 29 + 16 + 10 tokens of three blocks
+  // Slots 35-89 with a padding token at 55: runs of 20 (16 + 4) and 8 in block 1, and of 26
+  // (16 + 10) in block 2; then three single tokens.
+  for (int64_t s = 35; s < 90; ++s) slots.push_back(s);
   slots[20] = -1;
   for (int64_t s : {200, 131, 97}) slots.push_back(s);
   for (const bool fused : {false, true}) {
