@@ -1,6 +1,8 @@
 // AVX2 forms of kv_store.h's bf16 stores (compiled with -mavx2), 8 values at a time.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include "format/dequant.h"
 #include "kernels/cpu/kv_store.h"
 
@@ -68,17 +70,16 @@ void store_key_rows_bf16_avx2(const float* x, int width, int count, int D, uint1
         kd[static_cast<size_t>(d) * ld + j] = f32_to_bf16(x[static_cast<size_t>(j) * width + d]);
     }
   }
-  // The last tokens (a decode step's one) one at a time: 8 values rounded from one load, then
-  // stored a row apart.
+  // The last tokens (a decode step's one) one at a time: 8 values rounded as the value rows
+  // are, then stored a row apart.
   for (int j = j0; j < count; ++j) {
     const float* values = x + static_cast<size_t>(j) * width;
-    int d0 = 0;
-    for (; d0 + 8 <= D; d0 += 8) {
-      alignas(16) uint16_t rounded[8];
-      _mm_store_si128(reinterpret_cast<__m128i*>(rounded), to_bf16(_mm256_loadu_ps(values + d0)));
-      for (int d = 0; d < 8; ++d) kd[static_cast<size_t>(d0 + d) * ld + j] = rounded[d];
+    for (int d0 = 0; d0 < D; d0 += 8) {
+      const int n = std::min(8, D - d0);
+      uint16_t rounded[8];
+      round_to_bf16_avx2(values + d0, n, rounded);
+      for (int d = 0; d < n; ++d) kd[static_cast<size_t>(d0 + d) * ld + j] = rounded[d];
     }
-    for (int d = d0; d < D; ++d) kd[static_cast<size_t>(d) * ld + j] = f32_to_bf16(values[d]);
   }
 }
 
