@@ -125,6 +125,7 @@ struct HttpReply {
   int status = 0;
   ojson json;  // the body parsed (null when it is not JSON)
   std::string body;
+  std::string error;  // the client's error when the server could not be reached
   std::string header(const std::string& name) const {
     auto it = headers.find(name);
     return it == headers.end() ? "" : it->second;
@@ -135,7 +136,10 @@ struct HttpReply {
 // Status 0 when the server could not be reached.
 inline HttpReply to_reply(const httplib::Result& res) {
   HttpReply r;
-  if (!res) return r;
+  if (!res) {
+    r.error = httplib::to_string(res.error());
+    return r;
+  }
   r.status = res->status;
   r.body = res->body;
   r.headers = res->headers;

@@ -123,7 +123,7 @@ void plain_request(const ServerProcess& s, Tally& t, const std::string& path,
                    const std::string& body, int n, bool well_formed) {
   const HttpReply r = post(s, path, body);
   if (r.status == 0) {
-    t.bad(path + ": connection failed");
+    t.bad(path + ": connection failed: " + r.error);
   } else if (r.status == 200 && well_formed) {
     const bool usage = r.json.is_object() && r.json.contains("usage") &&
                        r.json["usage"]["completion_tokens"].get<int>() > 0 &&
