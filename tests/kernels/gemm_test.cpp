@@ -137,9 +137,10 @@ TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
   // and 2 (70 outputs are 5 panels), and alone as groups of 4 and 1; it takes K in ranges of
   // 4096 past K = 4096 (4353: two ranges, 8500: three).
   std::mt19937 rng(4);
-  for (const auto& [dtype, K] : {std::pair{DType::kF32, 1100}, std::pair{DType::kF32, 4353},
-                                 std::pair{DType::kF32, 8500}, std::pair{DType::kBF16, 1101},
-                                 std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768}}) {
+  for (const auto& [dtype, K] :
+       {std::pair{DType::kF32, 1100}, std::pair{DType::kF32, 4353}, std::pair{DType::kF32, 8500},
+        std::pair{DType::kBF16, 1101}, std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768},
+        std::pair{DType::kQ4_0, 768}, std::pair{DType::kQ6_K, 768}}) {
     const int M = 75, N = 70;
     const Weights w = random_weights(N, K, dtype, rng);
     const PackedMatrix packed(w.matrix);
@@ -421,17 +422,21 @@ TEST(Gemm, BlockQuantizedProductStaysCloseToTheFloatProduct) {
 // in 16 bits (vpmaddubsw saturates past 32767), so these are where it would first go wrong.
 TEST(Gemm, ExtremeCodesAgainstFullScaleActivationsStayExactOnEveryPath) {
   std::mt19937 rng(11);
-  const int N = 20, K = 256, M = 4;
+  const int N = 20, K = 256, M = 8;
   std::vector<float> sign(K);
   for (float& s : sign) s = rng() % 2 ? 1.0f : -1.0f;
   // Rows 0 and 1: codes +127 / -127 in the weights' sign pattern and against it; rows 2, 3:
-  // all +127, all -127.
+  // all +127, all -127. Rows 4-7 repeat them, so that the AVX2 int8 tile's 8-row pass (the one
+  // prefill runs) meets them too.
   std::vector<float> x(static_cast<size_t>(M) * K);
-  for (int k = 0; k < K; ++k) {
-    x[static_cast<size_t>(k)] = sign[k];
-    x[static_cast<size_t>(K + k)] = -sign[k];
-    x[static_cast<size_t>(2 * K + k)] = 1.0f;
-    x[static_cast<size_t>(3 * K + k)] = -1.0f;
+  for (int m = 0; m < M; m += 4) {
+    float* rows = x.data() + static_cast<size_t>(m) * K;
+    for (int k = 0; k < K; ++k) {
+      rows[k] = sign[k];
+      rows[K + k] = -sign[k];
+      rows[2 * K + k] = 1.0f;
+      rows[3 * K + k] = -1.0f;
+    }
   }
   const uint16_t one = f32_to_f16(1.0f);
   // Q8_0 as raw blocks: -128 (which llama.cpp never writes but a file may hold) or 127, by sign

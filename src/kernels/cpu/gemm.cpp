@@ -200,12 +200,31 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
 
 }  // namespace
 
-void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivations& xq, int M) {
+namespace {
+
+// Minus code_offset times the xsums of k = 0, 1 and of k = 2, 3 mod 4 over [k0, k0 + n), as the
+// low and high int16 of one word.
+int32_t offset_halves_of(const QuantizedActivations& xq, int m, int k0, int n, int offset) {
+  int32_t low = 0, high = 0;
+  const int8_t* x = xq.row(m) + k0;
+  for (int k = 0; k < n; k += 4) {
+    low += x[k] + x[k + 1];
+    high += x[k + 2] + x[k + 3];
+  }
+  const auto half = [](int32_t v) { return static_cast<uint32_t>(static_cast<uint16_t>(v)); };
+  return static_cast<int32_t>(half(-offset * low) | half(-offset * high) << 16);
+}
+
+}  // namespace
+
+void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivations& xq, int M,
+                                 bool offset_halves_too) {
   const int B = w.quant_block(), subs = w.sub_blocks_per_super();
   super_blocks = w.cols() >> w.super_shift();
   pairs = (subs + 1) / 2;
   const size_t n = static_cast<size_t>(M) * static_cast<size_t>(super_blocks);
   offset_xsum.resize(n);
+  offset_halves.resize(offset_halves_too ? n : 0);
   x_scale.resize(n);
   xsum_pairs.resize(n * static_cast<size_t>(pairs));
   // A sub-block's xsum is at most 32 * 127 in magnitude, so it fits an int16 half.
@@ -217,6 +236,8 @@ void SubBlockRowFactors::compute(const PackedMatrix& w, const QuantizedActivatio
     for (int s = 0; s < super_blocks; ++s) {
       const int k0 = s << w.super_shift();
       offset_xsum[at(m, s)] = w.code_offset() * xq.sum(m, k0, subs * B);
+      if (offset_halves_too)
+        offset_halves[at(m, s)] = offset_halves_of(xq, m, k0, subs * B, w.code_offset());
       x_scale[at(m, s)] = xq.scale(m, k0);
       int32_t* out = xsum_pairs.data() + at(m, s) * static_cast<size_t>(pairs);
       for (int i = 0; i < pairs; ++i) {
@@ -270,7 +291,10 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   }
   thread_local SubBlockRowFactors xf;
   if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni || tile == gemm_int8_tile_avx2) {
-    xf.compute(w, xq, M);
+    // Q4_0 on the AVX2 tile starts its sums at the offset term (gemm_int8_avx2.cpp).
+    xf.compute(w, xq, M,
+               tile == gemm_int8_tile_avx2 && w.code_bits() == 4 && !w.has_mins() &&
+                   w.unit_sub_scales() && w.sub_blocks_per_super() == 1 && w.code_offset() != 0);
   }
   const SubBlockRowFactors* row_factors = &xf;
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's

@@ -77,9 +77,15 @@ struct SubBlockRowFactors {
   // unit-scale weights (Q8_0, Q4_0) subtract, premultiplied: one broadcast load per row and
   // block in Q4_0's epilogue.
   std::vector<int32_t> offset_xsum;
+  // [M][super_blocks], the AVX2 tile's 4-bit unit-scale weights (Q4_0) only: minus the offset
+  // term split by lane half, code_offset * the xsum over k = 0, 1 mod 4 in the low int16 and over
+  // k = 2, 3 mod 4 in the high, where vpmaddubsw leaves those k's products. The tile starts its
+  // 16-bit sums there, so the term costs no subtraction per row and block.
+  std::vector<int32_t> offset_halves;
   std::vector<float> x_scale;       // [M][super_blocks]
   std::vector<int32_t> xsum_pairs;  // [M][super_blocks][pairs]
-  void compute(const PackedMatrix& w, const QuantizedActivations& xq, int M);
+  void compute(const PackedMatrix& w, const QuantizedActivations& xq, int M,
+               bool offset_halves_too = false);
   size_t at(int row, int s) const {
     return static_cast<size_t>(row) * static_cast<size_t>(super_blocks) + static_cast<size_t>(s);
   }

@@ -112,6 +112,41 @@ inline __m256i pair_products(const __m256i* factors, const int32_t* xsum_pairs, 
   return sum;
 }
 
+// The float epilogue of super-block s: each row's exact integer sums, less the offset term,
+// scaled by x_scale and d (less the mins term) in gemm.h's order, and added to the running sums
+// (stored by the first super-block).
+template <int MR, int NH, bool kMins, int kBits, bool kUnit>
+inline void add_super_block(const TileArgs& a, int panel, int h0, int s, bool first,
+                            int offset_shift, __m256i (&dot)[MR][NH], float (&total)[MR][NH][8]) {
+  const SubBlockRowFactors& xf = *a.xf;
+  // Q8_0's products are over c - 128, and its code offset is 128: no offset term.
+  const bool offset = kBits != 8 && offset_shift >= 0;
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    const SuperBlockFactors<kMins, kUnit> f(*a.w, panel, s, h0 + h, xf.pairs, offset_shift);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const size_t i = xf.at(a.m0 + r, s);
+      const int32_t* xsum_pairs = xf.pairs_at(a.m0 + r, s);
+      __m256i isum = dot[r][h];
+      if (kUnit && offset && kBits != 4) {  // offset_xsum holds the code offset's term
+        isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(xf.offset_xsum[i]));
+      } else if (!kUnit && offset) {
+        isum = _mm256_sub_epi32(isum, pair_products(f.offset_scales, xsum_pairs, xf.pairs));
+      }
+      const __m256 x_scale = _mm256_set1_ps(xf.x_scale[i]);
+      __m256 t = _mm256_mul_ps(f.d, _mm256_mul_ps(x_scale, _mm256_cvtepi32_ps(isum)));
+      if constexpr (kMins) {
+        const __m256i imin = pair_products(f.mins, xsum_pairs, xf.pairs);
+        t = _mm256_sub_ps(t,
+                          _mm256_mul_ps(f.dmin, _mm256_mul_ps(x_scale, _mm256_cvtepi32_ps(imin))));
+      }
+      const __m256 before = first ? _mm256_setzero_ps() : _mm256_load_ps(total[r][h]);
+      _mm256_store_ps(total[r][h], _mm256_add_ps(before, t));
+    }
+  }
+}
+
 // MR rows by NH half panels from half h0 of `panel` (outputs [8 h0, 8 (h0 + NH))) over all of K.
 // Every loop over rows and halves is unrolled by pragma (up to 8, as the 8-row case needs): without
 // that g++ kept dot on the stack, a store and a reload per vpaddd (BM_GemmQuantized Q8_0 M=512:
@@ -122,7 +157,6 @@ inline __m256i pair_products(const __m256i* factors, const int32_t* xsum_pairs, 
 template <int MR, int NH, bool kMins, int kBits, bool kUnit>
 void half_panels(const TileArgs& a, int panel, int h0) {
   const PackedMatrix& w = *a.w;
-  const SubBlockRowFactors& xf = *a.xf;
   const int B = w.quant_block(), subs = w.sub_blocks_per_super();
   const uint8_t* u = w.u8_panel(panel) + 32 * h0;
   const int8_t* sub_scales = w.sub_scale_panel(panel);
@@ -141,11 +175,17 @@ void half_panels(const TileArgs& a, int panel, int h0) {
   alignas(32) int32_t earlier[MR][NH][8];
   for (int s = 0; s < (a.K >> w.super_shift()); ++s) {
     // isum (32-bit) for 6- and 8-bit codes; the sub-block's 16-bit pair sums for 4-bit codes.
+    // Q4_0's sums start at minus its offset term: the 16-bit halves wrap, but each ends as a sum
+    // of 16 products (c - 8) x, at most 16 * 8 * 127 in magnitude, so exact.
+    constexpr bool kOffsetHalves = kBits == 4 && kUnit;
     __m256i dot[MR][NH];
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
+      const __m256i start = kOffsetHalves && offset_shift >= 0
+                                ? _mm256_set1_epi32(a.xf->offset_halves[a.xf->at(a.m0 + r, s)])
+                                : _mm256_setzero_si256();
 #pragma GCC unroll 8
-      for (int h = 0; h < NH; ++h) dot[r][h] = _mm256_setzero_si256();
+      for (int h = 0; h < NH; ++h) dot[r][h] = start;
     }
     for (int j = 0; j < subs; ++j) {
       const int b = s * subs + j, k0 = b * B;
@@ -260,29 +300,18 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         }
       }
     }
-#pragma GCC unroll 8
-    for (int h = 0; h < NH; ++h) {
-      const SuperBlockFactors<kMins, kUnit> f(w, panel, s, h0 + h, xf.pairs, offset_shift);
-#pragma GCC unroll 8
-      for (int r = 0; r < MR; ++r) {
-        const size_t i = xf.at(a.m0 + r, s);
-        const int32_t* xsum_pairs = xf.pairs_at(a.m0 + r, s);
-        __m256i isum = dot[r][h];
-        if (kUnit && offset) {  // Q4_0: offset is the code offset, which offset_xsum holds
-          isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(xf.offset_xsum[i]));
-        } else if (!kUnit && offset) {
-          isum = _mm256_sub_epi32(isum, pair_products(f.offset_scales, xsum_pairs, xf.pairs));
-        }
-        const __m256 x_scale = _mm256_set1_ps(xf.x_scale[i]);
-        __m256 t = _mm256_mul_ps(f.d, _mm256_mul_ps(x_scale, _mm256_cvtepi32_ps(isum)));
-        if constexpr (kMins) {
-          const __m256i imin = pair_products(f.mins, xsum_pairs, xf.pairs);
-          t = _mm256_sub_ps(
-              t, _mm256_mul_ps(f.dmin, _mm256_mul_ps(x_scale, _mm256_cvtepi32_ps(imin))));
-        }
-        const __m256 before = s == 0 ? _mm256_setzero_ps() : _mm256_load_ps(total[r][h]);
-        _mm256_store_ps(total[r][h], _mm256_add_ps(before, t));
-      }
+    // Q8_0 and Q4_0 run this every 32 k: there the first super-block is a case of its own, so
+    // that the choice is not made per row (with it per row, g++ branched and zeroed a register
+    // for each; see KERNELS.md). The k-quants run it every 256 k, where a second copy of it cost
+    // more than it saved (llama-110m q4_k_m pp512 on Zen 3, paired: 0.99x).
+    if (kUnit && s == 0) {
+      add_super_block<MR, NH, kMins, kBits, kUnit>(a, panel, h0, s, true, offset_shift, dot, total);
+    } else if (kUnit) {
+      add_super_block<MR, NH, kMins, kBits, kUnit>(a, panel, h0, s, false, offset_shift, dot,
+                                                   total);
+    } else {
+      add_super_block<MR, NH, kMins, kBits, kUnit>(a, panel, h0, s, s == 0, offset_shift, dot,
+                                                   total);
     }
   }
 #pragma GCC unroll 8
@@ -342,6 +371,9 @@ void gemm_int8_tile_avx2(const TileArgs& a) {
   // super-block, so a product without one goes to the generic path.
   const int offset = a.w->code_offset();
   if ((a.w->code_bits() == 4 && a.w->quant_block() > 32) || (offset & (offset - 1)) != 0 ||
+      (a.w->code_bits() == 8 && offset != 128) ||
+      (a.w->code_bits() == 4 && !a.w->has_mins() && a.w->unit_sub_scales() &&
+       a.w->sub_blocks_per_super() != 1) ||
       (a.K >> a.w->super_shift()) == 0)
     return gemm_tile_generic(a);
   with_int8_shape(*a.w, [&](auto mins, auto bits) {
