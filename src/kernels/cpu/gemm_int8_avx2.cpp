@@ -42,10 +42,16 @@ inline __m256i load32(const uint8_t* p) {
 // Activation codes k..k+3 of tile row r in every 32-bit lane, from the tile's interleaved quads
 // (TileArgs::quads, MR rows per k step): each row at a constant offset from one pointer, where
 // addressing K-byte rows took a lea per row and k step from the ports the products use
-// (BM_GemmQuantized Q8_0 M=512 on the AVX2 paths: see KERNELS.md).
+// (BM_GemmQuantized Q8_0 M=512 on the AVX2 paths: see KERNELS.md). The k loops carry a pointer
+// to their step's quads (`step`, quad g of row r at step[g * MR + r]), where an index from k took
+// five scalar instructions per step.
+inline __m256i activation_quad(const int32_t* step, int i) {
+  return _mm256_set1_epi32(step[i]);
+}
+
 template <int MR>
-inline __m256i activation_quad(const int32_t* quads, int r, int k) {
-  return _mm256_set1_epi32(quads[(k >> 2) * MR + r]);
+inline const int32_t* quads_of_step(const TileArgs& a, int k) {
+  return a.quads + static_cast<size_t>(k >> 2) * MR;
 }
 
 // Sub-block b's integer factors (scales or mins) of outputs [8h, 8h + 8), each repeated in both
@@ -195,7 +201,8 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         factor[h] = kUnit ? ones : repeated_factors(sub_scales, b, h0 + h);
       if constexpr (kBits == 4) {
         const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
-        for (int k = k0; k < k0 + B; k += 8) {
+        const int32_t* step = quads_of_step<MR>(a, k0);
+        for (int k = k0; k < k0 + B; k += 8, step += 2 * MR) {
           const uint8_t* line = u + static_cast<size_t>(k) * 8;
           prefetch_stream(line);
           __m256i low[NH], high[NH];
@@ -207,8 +214,8 @@ void half_panels(const TileArgs& a, int panel, int h0) {
           }
 #pragma GCC unroll 8
           for (int r = 0; r < MR; ++r) {
-            const __m256i x_low = activation_quad<MR>(a.quads, r, k);
-            const __m256i x_high = activation_quad<MR>(a.quads, r, k + 4);
+            const __m256i x_low = activation_quad(step, r);
+            const __m256i x_high = activation_quad(step, MR + r);
 #pragma GCC unroll 8
             for (int h = 0; h < NH; ++h) {
               const __m256i lo = _mm256_maddubs_epi16(low[h], x_low);
@@ -245,7 +252,8 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         }
       } else if constexpr (kBits == 6) {
         const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bits = _mm256_set1_epi8(0x30);
-        for (int k = k0; k < k0 + B; k += 16) {
+        const int32_t* step = quads_of_step<MR>(a, k0);
+        for (int k = k0; k < k0 + B; k += 16, step += 4 * MR) {
           const uint8_t* chunk = u + static_cast<size_t>(k) * 12;
           for (int l = 0; l < 3; ++l) prefetch_stream(chunk + 64 * l);
 #pragma GCC unroll 8
@@ -266,9 +274,9 @@ void half_panels(const TileArgs& a, int panel, int h0) {
 #pragma GCC unroll 2
               for (int g = 0; g < 4; g += 2) {
                 const __m256i p0 =
-                    _mm256_maddubs_epi16(codes[g], activation_quad<MR>(a.quads, r, k + 4 * g));
-                const __m256i p1 = _mm256_maddubs_epi16(
-                    codes[g + 1], activation_quad<MR>(a.quads, r, k + 4 * g + 4));
+                    _mm256_maddubs_epi16(codes[g], activation_quad(step, g * MR + r));
+                const __m256i p1 =
+                    _mm256_maddubs_epi16(codes[g + 1], activation_quad(step, (g + 1) * MR + r));
                 dot[r][h] = _mm256_add_epi32(
                     dot[r][h], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), factor[h]));
               }
@@ -277,7 +285,8 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         }
       } else {
         const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
-        for (int k = k0; k < k0 + B; k += 4) {
+        const int32_t* step = quads_of_step<MR>(a, k0);
+        for (int k = k0; k < k0 + B; k += 4, step += MR) {
           const uint8_t* line = u + static_cast<size_t>(k) * 16;
           prefetch_stream(line);
           __m256i signed_codes[NH], magnitude[NH];
@@ -288,7 +297,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
           }
 #pragma GCC unroll 8
           for (int r = 0; r < MR; ++r) {
-            const __m256i x = activation_quad<MR>(a.quads, r, k);
+            const __m256i x = activation_quad(step, r);
 #pragma GCC unroll 8
             for (int h = 0; h < NH; ++h) {
               const __m256i signed_x = _mm256_sign_epi8(x, signed_codes[h]);
