@@ -120,16 +120,18 @@ inline __m256i pair_products(const __m256i* factors, const int32_t* xsum_pairs, 
 
 // The float epilogue of super-block s: each row's exact integer sums, less the offset term,
 // scaled by x_scale and d (less the mins term) in gemm.h's order, and added to the running sums
-// (stored by the first super-block).
-template <int MR, int NH, bool kMins, int kBits, bool kUnit>
+// (stored by the first super-block). kPairs, where not 0, is the count of sub-block pairs
+// (xf.pairs) known at compile time, so that the loops over them unroll.
+template <int MR, int NH, bool kMins, int kBits, bool kUnit, int kPairs = 0>
 inline void add_super_block(const TileArgs& a, int panel, int h0, int s, bool first,
                             int offset_shift, __m256i (&dot)[MR][NH], float (&total)[MR][NH][8]) {
   const SubBlockRowFactors& xf = *a.xf;
+  const int pairs = kPairs ? kPairs : xf.pairs;
   // Q8_0's products are over c - 128, and its code offset is 128: no offset term.
   const bool offset = kBits != 8 && offset_shift >= 0;
 #pragma GCC unroll 8
   for (int h = 0; h < NH; ++h) {
-    const SuperBlockFactors<kMins, kUnit> f(*a.w, panel, s, h0 + h, xf.pairs, offset_shift);
+    const SuperBlockFactors<kMins, kUnit> f(*a.w, panel, s, h0 + h, pairs, offset_shift);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const size_t i = xf.at(a.m0 + r, s);
@@ -138,12 +140,12 @@ inline void add_super_block(const TileArgs& a, int panel, int h0, int s, bool fi
       if (kUnit && offset && kBits != 4) {  // offset_xsum holds the code offset's term
         isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(xf.offset_xsum[i]));
       } else if (!kUnit && offset) {
-        isum = _mm256_sub_epi32(isum, pair_products(f.offset_scales, xsum_pairs, xf.pairs));
+        isum = _mm256_sub_epi32(isum, pair_products(f.offset_scales, xsum_pairs, pairs));
       }
       const __m256 x_scale = _mm256_set1_ps(xf.x_scale[i]);
       __m256 t = _mm256_mul_ps(f.d, _mm256_mul_ps(x_scale, _mm256_cvtepi32_ps(isum)));
       if constexpr (kMins) {
-        const __m256i imin = pair_products(f.mins, xsum_pairs, xf.pairs);
+        const __m256i imin = pair_products(f.mins, xsum_pairs, pairs);
         t = _mm256_sub_ps(t,
                           _mm256_mul_ps(f.dmin, _mm256_mul_ps(x_scale, _mm256_cvtepi32_ps(imin))));
       }
@@ -318,6 +320,12 @@ void half_panels(const TileArgs& a, int panel, int h0) {
     } else if (kUnit) {
       add_super_block<MR, NH, kMins, kBits, kUnit>(a, panel, h0, s, false, offset_shift, dot,
                                                    total);
+    } else if (kBits == 6 && a.xf->pairs == 8) {
+      // Q6_K (16 sub-blocks) with its 8 pairs known: its offset term's loops unroll
+      // (BM_GemmQuantized Q6_K M=512 on Zen 3, paired: see KERNELS.md). Q4_K's 4 pairs the
+      // same way read 0.98x: a second copy of the 4-bit tile's epilogue.
+      add_super_block<MR, NH, kMins, kBits, kUnit, 8>(a, panel, h0, s, s == 0, offset_shift, dot,
+                                                      total);
     } else {
       add_super_block<MR, NH, kMins, kBits, kUnit>(a, panel, h0, s, s == 0, offset_shift, dot,
                                                    total);
