@@ -73,9 +73,9 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
 // AVX2, VNNI and AMX tiles, rather than in every panel group.
 struct SubBlockRowFactors {
   int super_blocks = 0, pairs = 0;  // pairs per super-block
-  // [M][super_blocks]: code_offset * the super-block's xsum, the offset term that the tiles of
-  // unit-scale weights (Q8_0, Q4_0) subtract, premultiplied: one broadcast load per row and
-  // block in Q4_0's epilogue.
+  // [M][super_blocks]: code_offset * the super-block's xsum, the offset term that the VNNI and
+  // AMX tiles of unit-scale weights (Q8_0, Q4_0) subtract, premultiplied: one broadcast load per
+  // row and block in Q4_0's epilogue (the AVX2 tile takes offset_halves instead).
   std::vector<int32_t> offset_xsum;
   // [M][super_blocks], the AVX2 tile's 4-bit unit-scale weights (Q4_0) only: minus the offset
   // term split by lane half, code_offset * the xsum over k = 0, 1 mod 4 in the low int16 and over
