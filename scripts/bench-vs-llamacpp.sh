@@ -7,8 +7,9 @@
 #   tg128@dD (only with DEPTHS) llama-bench -d D, ik_llama.cpp -gp D,128 | bench latency -d D
 #   batched  llama-batched-bench -npp 128 -ntg 128 -npl 32, column "S t/s" (prompt + generated
 #            tokens over the whole time) | pagedllm bench throughput, total_tokens_per_s
-# then prints one Markdown table of the medians over the rounds and the ratio of pagedllm to the
-# faster peer, with the machine, the ISA, the date and every engine's commit.
+# then prints one Markdown table (scripts/lib/bench_vs_table.py) of the medians over the rounds,
+# the ratio of pagedllm's to the faster peer's and the median of that ratio round by round,
+# with the machine, the ISA, the date and every engine's commit.
 #
 # Usage: LLAMA_CPP_DIR=/path/llama.cpp/build/bin IK_LLAMA_DIR=/path/ik_llama.cpp/build/bin \
 #          scripts/bench-vs-llamacpp.sh
@@ -256,36 +257,7 @@ pagedllm_isa=$(grep -h -m1 -o 'isa=[^ ]*' "$raw"/*-pagedllm-r*-latency.log 2>/de
   fi
   [ "$NPL" -gt 0 ] && echo "Batched: $NPL x ($BPP + $BTG) tokens, prompt + generated tokens per second (llama-batched-bench S t/s, pagedllm total_tokens_per_s)"
   echo
-  /usr/bin/python3 - "$out" <<'PY'
-import json, statistics, sys
-rows, bw, order = {}, [], []
-for line in open(sys.argv[1]):
-    x = json.loads(line)
-    if x["shape"] == "read_gb_per_s":
-        if x["value"] is not None:
-            bw.append(x["value"])
-        continue
-    key = (x["model"], x["shape"])
-    if key not in rows:
-        order.append(key)
-    rows.setdefault(key, {}).setdefault(x["engine"], []).append(x["tokens_per_s"])
-peers = ["llama.cpp", "ik_llama.cpp"]
-print("| model | shape | pagedllm median | llama.cpp median | ik_llama.cpp median | pagedllm / faster peer |")
-print("|---|---|---|---|---|---|")
-for key in order:
-    med = {e: statistics.median(ok) for e, v in rows[key].items()
-           if (ok := [t for t in v if t is not None])}
-    def cell(e):
-        if e in med:
-            n = sum(t is None for t in rows[key][e])
-            return f"{med[e]:.1f}" + (f" ({n} failed)" if n else "")
-        return "failed" if e in rows[key] else "skipped"
-    best = max((med[e] for e in peers if e in med), default=None)
-    ratio = f"{med['pagedllm'] / best:.2f}x" if best and "pagedllm" in med else "—"
-    print(f"| {key[0]} | {key[1]} | {cell('pagedllm')} | {cell('llama.cpp')} | {cell('ik_llama.cpp')} | {ratio} |")
-if bw:
-    print(f"\npagedllm's bandwidth probe (streaming read after each tg run): median {statistics.median(bw):.1f} GB/s")
-PY
+  /usr/bin/python3 scripts/lib/bench_vs_table.py "$out"
   echo
   echo "Raw results: $out"
 } | tee "$run_dir/table.md"
