@@ -80,8 +80,8 @@ std::pair<std::vector<float>, std::vector<float>> random_inputs(int M, int K, in
 
 std::vector<Isa> supported_paths() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvx512, Isa::kAvx512Vnni, Isa::kAvx512Bf16,
-                  Isa::kAmxInt8}) {
+  for (Isa isa : {Isa::kGeneric, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAvx512Vnni,
+                  Isa::kAvx512Bf16, Isa::kAmxInt8}) {
     if (cpu_supports(isa)) out.push_back(isa);
   }
   return out;

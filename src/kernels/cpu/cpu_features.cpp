@@ -28,6 +28,12 @@ bool has_avx512_bf16() {
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
 }
 
+// CPUID.(7,1):EAX.AVX-VNNI, the VEX-encoded vpdpbusd on 256 bits (the same reason).
+bool has_avx_vnni() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
+}
+
 // CPUID.(7,0):EDX bits 24 (AMX-TILE) and 25 (AMX-INT8).
 bool advertises_amx_int8() {
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -83,6 +89,7 @@ Isa best_supported() {
   if (cpu_supports(Isa::kAvx512Bf16)) return Isa::kAvx512Bf16;
   if (cpu_supports(Isa::kAvx512Vnni)) return Isa::kAvx512Vnni;
   if (cpu_supports(Isa::kAvx512)) return Isa::kAvx512;
+  if (cpu_supports(Isa::kAvxVnni)) return Isa::kAvxVnni;
   if (cpu_supports(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kGeneric;
 }
@@ -92,6 +99,7 @@ Isa from_env() {
   Isa want = best_supported();
   if (env && std::strcmp(env, "generic") == 0) want = Isa::kGeneric;
   if (env && std::strcmp(env, "avx2") == 0) want = Isa::kAvx2;
+  if (env && std::strcmp(env, "avxvnni") == 0) want = Isa::kAvxVnni;
   if (env && std::strcmp(env, "avx512") == 0) want = Isa::kAvx512;
   if (env && std::strcmp(env, "avx512vnni") == 0) want = Isa::kAvx512Vnni;
   if (env && std::strcmp(env, "avx512bf16") == 0) want = Isa::kAvx512Bf16;
@@ -112,6 +120,8 @@ const char* to_string(Isa isa) {
       return "generic";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvxVnni:
+      return "avxvnni";
     case Isa::kAvx512:
       return "avx512";
     case Isa::kAvx512Vnni:
@@ -130,6 +140,8 @@ bool cpu_supports(Isa isa) {
       return true;
     case Isa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
+    case Isa::kAvxVnni:
+      return cpu_supports(Isa::kAvx2) && has_avx_vnni();
     case Isa::kAvx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
@@ -172,6 +184,7 @@ std::string cpu_flags_summary() {
   add(__builtin_cpu_supports("fma"), "fma");
   add(__builtin_cpu_supports("avx512f"), "avx512f");
   add(__builtin_cpu_supports("avx512bw"), "avx512bw");
+  add(leaf7_1 && (a1 & (1u << 4)), "avx_vnni");
   add(leaf7 && (c & (1u << 11)), "avx512_vnni");
   add(leaf7_1 && (a1 & (1u << 5)), "avx512_bf16");
   add(leaf7 && (d & (1u << 24)), "amx_tile");

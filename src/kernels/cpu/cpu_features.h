@@ -1,5 +1,5 @@
 // Runtime ISA dispatch: one binary runs everywhere and uses the widest vectors the CPU has.
-// PAGEDLLM_ISA=generic|avx2|avx512|avx512vnni|avx512bf16|amx forces a narrower path (tests,
+// PAGEDLLM_ISA=generic|avx2|avxvnni|avx512|avx512vnni|avx512bf16|amx forces a narrower path (tests,
 // benchmarks); a request for a path the CPU cannot run falls back to the best it can.
 #pragma once
 
@@ -11,8 +11,11 @@ namespace pagedllm::cpu {
 // runs those on the AVX2 int8 kernel. kAvx512Bf16 adds AVX512-BF16 dot products (bf16 weights);
 // the narrower paths compute the same bits with f32 FMA. kAmxInt8 adds AMX-INT8 tile products
 // for multi-row products of block-quantized weights (the same exact integer dot products as
-// VNNI). Each level implies the ones before it.
-enum class Isa { kGeneric, kAvx2, kAvx512, kAvx512Vnni, kAvx512Bf16, kAmxInt8 };
+// VNNI). Each level implies the ones before it, but for kAvxVnni: AVX2 with AVX-VNNI's 256-bit
+// vpdpbusd for 8-bit codes (Intel client CPUs since Alder Lake have it and no AVX-512), chosen
+// only where the CPU has no AVX-512; an AVX-512 CPU may lack it (Skylake-X), so code tests for
+// it by equality, never by order.
+enum class Isa { kGeneric, kAvx2, kAvxVnni, kAvx512, kAvx512Vnni, kAvx512Bf16, kAmxInt8 };
 
 const char* to_string(Isa isa);
 // What this CPU supports, best first.

@@ -126,6 +126,7 @@ TileFn tile_for(Isa isa, const PackedMatrix& w, int M) {
     if (isa >= Isa::kAmxInt8 && M >= kAmxMinRows && w.quant_block() <= 32)
       return gemm_int8_tile_amx;
     return isa >= Isa::kAvx512Vnni ? gemm_int8_tile_vnni
+           : isa == Isa::kAvxVnni  ? gemm_int8_tile_avxvnni
            : isa >= Isa::kAvx2     ? gemm_int8_tile_avx2
                                    : gemm_tile_generic;
   }
@@ -136,7 +137,7 @@ TileFn tile_for(Isa isa, const PackedMatrix& w, int M) {
     if (batch) return gemm_bf16_tile_fma;
   }
   return isa >= Isa::kAvx512 ? gemm_tile_avx512
-         : isa == Isa::kAvx2 ? gemm_tile_avx2
+         : isa >= Isa::kAvx2 ? gemm_tile_avx2
                              : gemm_tile_generic;
 }
 
@@ -181,7 +182,7 @@ TileShape tile_shape(TileFn tile, PanelStorage storage, int M, int K) {
   if (tile == gemm_int8_tile_amx) return {kAmxTileRows, 2};
   if (tile == gemm_tile_avx2 && storage == PanelStorage::kF32 && M == 1) return {1, 4};  // decode
   if (tile == gemm_tile_avx2) return {kAvx2Rows, 2, 0, true};
-  if (tile == gemm_int8_tile_avx2) return {kAvx2Int8Rows, 2};
+  if (tile == gemm_int8_tile_avx2 || tile == gemm_int8_tile_avxvnni) return {kAvx2Int8Rows, 2};
   if (tile == gemm_int8_tile_vnni) return {kVnniRows, 2};
   if (tile == gemm_bf16_tile_dot || tile == gemm_bf16_tile_fma) return {kBf16DotRows, 2};
   if (tile != gemm_tile_avx512 || storage != PanelStorage::kF32) return {kMaxTileRows, 2};
@@ -290,11 +291,12 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
     if ((tile == gemm_tile_avx2 && M > 2) || tile == gemm_bf16_tile_fma) widen_bf16_activations(xb);
   }
   thread_local SubBlockRowFactors xf;
-  if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni || tile == gemm_int8_tile_avx2) {
-    // Q4_0 on the AVX2 tile starts its sums at the offset term (gemm_int8_avx2.cpp).
+  const bool ymm_int8 = tile == gemm_int8_tile_avx2 || tile == gemm_int8_tile_avxvnni;
+  if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni || ymm_int8) {
+    // Q4_0 on the 256-bit tile starts its sums at the offset term (gemm_int8_ymm.h).
     xf.compute(w, xq, M,
-               tile == gemm_int8_tile_avx2 && w.code_bits() == 4 && !w.has_mins() &&
-                   w.unit_sub_scales() && w.sub_blocks_per_super() == 1 && w.code_offset() != 0);
+               ymm_int8 && w.code_bits() == 4 && !w.has_mins() && w.unit_sub_scales() &&
+                   w.sub_blocks_per_super() == 1 && w.code_offset() != 0);
   }
   const SubBlockRowFactors* row_factors = &xf;
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's
@@ -307,8 +309,8 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   // weights for less work.
   const auto row_begin = [&](int rt) { return row_tile_begin(M, row_tiles, rt); };
   thread_local std::vector<int32_t> quads;
-  if (tile == gemm_int8_tile_avx2) interleave_quads(xq, row_tiles, quads);
-  const int32_t* tile_quads = tile == gemm_int8_tile_avx2 ? quads.data() : nullptr;
+  if (ymm_int8) interleave_quads(xq, row_tiles, quads);
+  const int32_t* tile_quads = ymm_int8 ? quads.data() : nullptr;
   const auto tile_args = [&](int group, int rt) {
     const int m0 = row_begin(rt), p = group * shape.panels;
     TileArgs args{x + static_cast<size_t>(m0) * K,

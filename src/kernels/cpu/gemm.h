@@ -50,7 +50,7 @@ constexpr int kMaxTilePanels = 4;
 constexpr int kF32BatchRows = 8, kF32BatchPanels = 3;
 // The AVX2 tile: up to 6 rows of one panel per pass (gemm_avx2.cpp), 2 panels per tile.
 constexpr int kAvx2Rows = 6;
-// The AVX2 int8 tile: up to 8 rows of a half panel per pass (gemm_int8_avx2.cpp).
+// The 256-bit int8 tiles (AVX2, AVX-VNNI): up to 8 rows of a half panel per pass (gemm_int8_ymm.h).
 constexpr int kAvx2Int8Rows = 8;
 // The VNNI int8 tile: up to 6 rows per pass (gemm_int8_vnni.cpp), so that a verify step of
 // 1 + 4 or 1 + 5 tokens reads each weight panel in one pass, not as row tiles of 3 and 2.
@@ -163,6 +163,7 @@ void gemm_bf16_tile_dot(const TileArgs& a);
 void gemm_bf16_tile_fma(const TileArgs& a);
 // int8 weights: AVX2 (exact 16-bit products) and AVX-512 VNNI.
 void gemm_int8_tile_avx2(const TileArgs& a);
+void gemm_int8_tile_avxvnni(const TileArgs& a);  // the same tile with AVX-VNNI's vpdpbusd
 void gemm_int8_tile_vnni(const TileArgs& a);
 // int8 weights, AMX-INT8 (gemm_int8_amx.h): up to kAmxTileRows rows per tile, for products of at
 // least kAmxMinRows rows (BM_GemmQuantized, 2 threads, Q8_0 N=16384 K=2048: at 4 rows 306-353
