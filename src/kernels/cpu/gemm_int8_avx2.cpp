@@ -3,6 +3,8 @@
 
 namespace pagedllm::cpu {
 
-void gemm_int8_tile_avx2(const TileArgs& a) { int8_ymm_tile<false>(a); }
+void gemm_int8_tile_avx2(const TileArgs& a) {
+  int8_ymm_tile<false>(a);
+}
 
 }  // namespace pagedllm::cpu

@@ -4,6 +4,8 @@
 
 namespace pagedllm::cpu {
 
-void gemm_int8_tile_avxvnni(const TileArgs& a) { int8_ymm_tile<true>(a); }
+void gemm_int8_tile_avxvnni(const TileArgs& a) {
+  int8_ymm_tile<true>(a);
+}
 
 }  // namespace pagedllm::cpu
