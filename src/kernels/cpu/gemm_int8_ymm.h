@@ -2,7 +2,8 @@
 // (-mavx2; also the path on AVX-512 CPUs without VNNI) instantiates it without AVX-VNNI, and
 // gemm_int8_avxvnni.cpp (-mavxvnni) with it, where one vpdpbusd takes 8-bit codes' four steps
 // below (the 4- and 6-bit codes' 16-bit sums are the same in both). Everything here has internal
-// linkage, so that each file keeps the copy compiled for its own instructions.
+// linkage, so that each file keeps the copy compiled for its own instructions. Q4_0 with
+// AVX-VNNI takes a tile of its own (q4_0_vnni_rows) for 3 rows or more.
 // On AVX2, vpmaddubsw stands in for VNNI's vpdpbusd: it multiplies u8 codes by s8
 // activation codes and adds adjacent pairs into 16 bits, and vpmaddwd by ones adds those pairs
 // into each output's 32-bit lane. Its pair sums saturate past 32767, so each path keeps them in
@@ -374,11 +375,85 @@ void half_panels(const TileArgs& a, int panel, int h0) {
   }
 }
 
+// Q4_0 with AVX-VNNI, rows [r0, r0 + MR) of an MS-row tile by half h of `panel`: one vpdpbusd
+// per row for the low nibbles (k .. k + 3) and one for the high (k + 4 .. k + 7) of each 8 k,
+// into two accumulators per row. In one accumulator the two would form a chain of vpdpbusd's
+// latency that 8 rows do not hide (tried: 0.87-1.02x of the vpmaddubsw tile); two chains need
+// two registers a row, so more than 5 rows go in two passes over the half panel (its codes are
+// in L1 by the second; only the first pass fetches ahead). Against the vpmaddubsw tile this
+// drops the 16-bit adds and the widening vpmaddwd, the multiplier pipes doing the same count of
+// products (BM_GemmQuantized Q4_0 M=512 on one Zen 5 thread, paired: 219-233 -> 260-269 GOP/s).
+// The sums start at minus the offset term, code_offset * xsum, so they are the same exact
+// integers as that tile's.
+template <int MS, int MR>
+void q4_0_vnni_rows(const TileArgs& a, int panel, int h, int r0, bool fetch) {
+  const PackedMatrix& w = *a.w;
+  // Q4_0's block, a constant so that the k loop unrolls: with a run-time trip count g++ copied
+  // every accumulator into another register and back per 8 k.
+  constexpr int B = 32;
+  const uint8_t* u = w.u8_panel(panel) + 32 * h;
+  TileArgs rows = a;
+  rows.m0 = a.m0 + r0;
+  rows.y = a.y + static_cast<size_t>(r0) * a.ldy;
+  const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+  alignas(32) float total[MR][1][8];
+  const int32_t* step = a.quads + r0;
+  for (int s = 0; s < (a.K >> w.super_shift()); ++s) {
+    __m256i low_sum[MR], high_sum[MR];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      low_sum[r] = _mm256_set1_epi32(-a.xf->offset_xsum[a.xf->at(rows.m0 + r, s)]);
+      high_sum[r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < B / 8; ++i, step += 2 * MS) {
+      const uint8_t* line = u + static_cast<size_t>(s * B + 8 * i) * 8;
+      if (fetch) prefetch_stream(line);
+      const __m256i c = load32(line);
+      const __m256i low = _mm256_and_si256(c, low_nibbles);
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) {
+        low_sum[r] = _mm256_dpbusd_avx_epi32(low_sum[r], low, activation_quad(step, r));
+        high_sum[r] = _mm256_dpbusd_avx_epi32(high_sum[r], high, activation_quad(step, MS + r));
+      }
+    }
+    __m256i dot[MR][1];
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) dot[r][0] = _mm256_add_epi32(low_sum[r], high_sum[r]);
+    // Offset shift -1: the offset term is in the sums already.
+    if (s == 0) {
+      add_super_block<MR, 1, false, 4, true>(rows, panel, h, s, true, -1, dot, total);
+    } else {
+      add_super_block<MR, 1, false, 4, true>(rows, panel, h, s, false, -1, dot, total);
+    }
+  }
+  const int n0 = panel * PackedMatrix::kPanel + 8 * h;
+  const int valid = std::clamp(a.n_end - n0, 0, 8);
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    float* y = rows.y + static_cast<size_t>(r) * a.ldy + n0;
+    for (int j = 0; j < valid; ++j) y[j] = total[r][0][j] + (a.bias ? a.bias[n0 + j] : 0.0f);
+  }
+}
+
 // Up to 2 rows take both halves of a panel in one pass (one stream over the panel, which decode
 // reads from DRAM once); more rows one half at a time, so that their accumulators stay in
-// registers.
+// registers (Q4_0 with AVX-VNNI: in groups of at most 5 rows).
 template <bool kVnni, int MR, bool kMins, int kBits, bool kUnit>
 void panels(const TileArgs& a) {
+  if constexpr (kVnni && kBits == 4 && kUnit && MR > 2) {
+    if (a.w->quant_block() == 32) {
+      constexpr int kFirst = MR <= 5 ? MR : (MR + 1) / 2;
+      for (int q = 0; q < a.np; ++q) {
+        for (int h = 0; h < 2; ++h) {
+          q4_0_vnni_rows<MR, kFirst>(a, a.p + q, h, 0, h == 0);
+          if constexpr (kFirst < MR) q4_0_vnni_rows<MR, MR - kFirst>(a, a.p + q, h, kFirst, false);
+        }
+      }
+      return;
+    }
+  }
   for (int q = 0; q < a.np; ++q) {
     if constexpr (MR <= 2) {
       half_panels<kVnni, MR, 2, kMins, kBits, kUnit>(a, a.p + q, 0);
