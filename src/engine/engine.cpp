@@ -593,8 +593,8 @@ std::string Engine::describe() const {
   std::ostringstream os;
   os << "model=" << w.source << " arch=" << mc.architecture << " dim=" << mc.dim
      << " layers=" << mc.n_layers << " heads=" << mc.n_heads << "/" << mc.n_kv_heads
-     << " vocab=" << mc.vocab_size << " weights=" << to_string(w.token_embedding.dtype)
-     << " threads=" << impl_->threads;
+     << " vocab=" << mc.vocab_size << " weights=" << weight_type_mix(w)
+     << " embedding=" << to_string(w.token_embedding.dtype) << " threads=" << impl_->threads;
   if (impl_->tp) os << " tensor_parallel=" << impl_->tp->rank() << "/" << impl_->tp->size();
   os << " kv_blocks=" << c.cache.num_blocks - 1 << "x" << c.cache.block_size << " tokens ("
      << std::fixed;

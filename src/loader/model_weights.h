@@ -51,4 +51,9 @@ struct ModelWeights {
   }
 };
 
+// The element types of the matrix weights (every layer's projections and the output layer) with
+// how many matrices have each, most first (ties by name): "q4_k:97,q6_k:16" for a Q4_K_M file,
+// whose token embedding alone would not say what the products run on.
+std::string weight_type_mix(const ModelWeights& w);
+
 }  // namespace pagedllm
