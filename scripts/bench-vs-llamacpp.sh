@@ -24,7 +24,9 @@
 # -DGGML_NATIVE=OFF -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON
 # -DGGML_F16C=ON -DGGML_AVX512=OFF (with NATIVE off, llama.cpp turns every ISA option off unless
 # named; ik_llama.cpp has no GGML_SSE42/GGML_BMI2), run with those build-avx2/bin folders and
-# PAGEDLLM_ISA=avx2.
+# PAGEDLLM_ISA=avx2. Where the CPU has AVX-VNNI too, a third build (build-avxvnni) adds
+# -DGGML_AVX_VNNI=ON (llama.cpp) or -DGGML_AVXVNNI=ON (ik_llama.cpp) to those options, for
+# PAGEDLLM_ISA=avxvnni: what an Intel client CPU without AVX-512 runs.
 #
 # Environment (defaults in brackets):
 #   LLAMA_CPP_DIR  llama.cpp's build/bin (llama-bench, llama-batched-bench, llama-quantize)
@@ -234,7 +236,7 @@ for m in $MODELS; do
   done
 done
 
-isa_flags=$(grep -o -w -E 'avx2|avx512f|avx512_vnni|avx512_bf16|amx_tile|amx_bf16|amx_int8' \
+isa_flags=$(grep -o -w -E 'avx2|avx_vnni|avx512f|avx512_vnni|avx512_bf16|amx_tile|amx_bf16|amx_int8' \
   <(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n') | tr '\n' ' ' || true)
 pagedllm_isa=$(grep -h -m1 -o 'isa=[^ ]*' "$raw"/*-pagedllm-r*-latency.log 2>/dev/null | head -1 || true)
 {
