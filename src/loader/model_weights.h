@@ -52,8 +52,8 @@ struct ModelWeights {
 };
 
 // The element types of the matrix weights (every layer's projections and the output layer) with
-// how many matrices have each, most first (ties by name): "q4_k:97,q6_k:16" for a Q4_K_M file,
-// whose token embedding alone would not say what the products run on.
+// how many matrices have each, most first (ties by name): "Q4_K:96,Q6_K:17" for llama-1b's
+// Q4_K_M file, whose token embedding (Q6_K) alone would not say what the products run on.
 std::string weight_type_mix(const ModelWeights& w);
 
 }  // namespace pagedllm

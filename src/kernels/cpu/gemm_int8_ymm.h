@@ -165,6 +165,22 @@ inline void add_super_block(const TileArgs& a, int panel, int h0, int s, bool fi
   }
 }
 
+// The float totals of MR rows (a.y on) by NH half panels from half h0 of `panel`, plus the bias,
+// into y, but for the columns at or past a.n_end.
+template <int MR, int NH>
+inline void store_totals(const TileArgs& a, int panel, int h0, const float (&total)[MR][NH][8]) {
+#pragma GCC unroll 8
+  for (int h = 0; h < NH; ++h) {
+    const int n0 = panel * PackedMatrix::kPanel + 8 * (h0 + h);
+    const int valid = std::clamp(a.n_end - n0, 0, 8);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      float* y = a.y + static_cast<size_t>(r) * a.ldy + n0;
+      for (int j = 0; j < valid; ++j) y[j] = total[r][h][j] + (a.bias ? a.bias[n0 + j] : 0.0f);
+    }
+  }
+}
+
 // MR rows by NH half panels from half h0 of `panel` (outputs [8 h0, 8 (h0 + NH))) over all of K.
 // Every loop over rows and halves is unrolled by pragma (up to 8, as the 8-row case needs): without
 // that g++ kept dot on the stack, a store and a reload per vpaddd (BM_GemmQuantized Q8_0 M=512:
@@ -363,16 +379,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
                                                    total);
     }
   }
-#pragma GCC unroll 8
-  for (int h = 0; h < NH; ++h) {
-    const int n0 = panel * PackedMatrix::kPanel + 8 * (h0 + h);
-    const int valid = std::clamp(a.n_end - n0, 0, 8);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      float* y = a.y + static_cast<size_t>(r) * a.ldy + n0;
-      for (int j = 0; j < valid; ++j) y[j] = total[r][h][j] + (a.bias ? a.bias[n0 + j] : 0.0f);
-    }
-  }
+  store_totals<MR, NH>(a, panel, h0, total);
 }
 
 // Q4_0 with AVX-VNNI, rows [r0, r0 + MR) of an MS-row tile by half h of `panel`: one vpdpbusd
@@ -428,13 +435,7 @@ void q4_0_vnni_rows(const TileArgs& a, int panel, int h, int r0, bool fetch) {
       add_super_block<MR, 1, false, 4, true>(rows, panel, h, s, false, -1, dot, total);
     }
   }
-  const int n0 = panel * PackedMatrix::kPanel + 8 * h;
-  const int valid = std::clamp(a.n_end - n0, 0, 8);
-#pragma GCC unroll 8
-  for (int r = 0; r < MR; ++r) {
-    float* y = rows.y + static_cast<size_t>(r) * a.ldy + n0;
-    for (int j = 0; j < valid; ++j) y[j] = total[r][0][j] + (a.bias ? a.bias[n0 + j] : 0.0f);
-  }
+  store_totals<MR, 1>(rows, panel, h, total);
 }
 
 // Q8_0 with AVX-VNNI, rows [r0, r0 + MR) of an MS-row tile by both halves of `panel`: each
@@ -476,21 +477,13 @@ void q8_0_vnni_rows(const TileArgs& a, int panel, int r0, bool fetch) {
       add_super_block<MR, 2, false, 8, true>(rows, panel, 0, s, false, -1, dot, total);
     }
   }
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    const int n0 = panel * PackedMatrix::kPanel + 8 * h;
-    const int valid = std::clamp(a.n_end - n0, 0, 8);
-#pragma GCC unroll 8
-    for (int r = 0; r < MR; ++r) {
-      float* y = rows.y + static_cast<size_t>(r) * a.ldy + n0;
-      for (int j = 0; j < valid; ++j) y[j] = total[r][h][j] + (a.bias ? a.bias[n0 + j] : 0.0f);
-    }
-  }
+  store_totals<MR, 2>(rows, panel, 0, total);
 }
 
 // Up to 2 rows take both halves of a panel in one pass (one stream over the panel, which decode
 // reads from DRAM once); more rows one half at a time, so that their accumulators stay in
-// registers (Q4_0 with AVX-VNNI: in groups of at most 5 rows).
+// registers. With AVX-VNNI, Q4_0 and Q8_0 take their own tiles from 3 rows up, in groups of at
+// most 5 and 6 rows.
 template <bool kVnni, int MR, bool kMins, int kBits, bool kUnit>
 void panels(const TileArgs& a) {
   if constexpr (kVnni && kBits == 4 && kUnit && MR > 2) {
