@@ -293,9 +293,12 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
   thread_local SubBlockRowFactors xf;
   const bool ymm_int8 = tile == gemm_int8_tile_avx2 || tile == gemm_int8_tile_avxvnni;
   if (tile == gemm_int8_tile_amx || tile == gemm_int8_tile_vnni || ymm_int8) {
-    // Q4_0 on the 256-bit tile starts its sums at the offset term (gemm_int8_ymm.h).
+    // Q4_0 on the 256-bit tile starts its 16-bit sums at the offset term's halves
+    // (gemm_int8_ymm.h); with AVX-VNNI only tiles of 1 or 2 rows take those sums, and every row
+    // tile has more than 2 rows where M does.
+    const bool offset_halves = (tile == gemm_int8_tile_avx2 || M <= 2) && ymm_int8;
     xf.compute(w, xq, M,
-               ymm_int8 && w.code_bits() == 4 && !w.has_mins() && w.unit_sub_scales() &&
+               offset_halves && w.code_bits() == 4 && !w.has_mins() && w.unit_sub_scales() &&
                    w.sub_blocks_per_super() == 1 && w.code_offset() != 0);
   }
   const SubBlockRowFactors* row_factors = &xf;
