@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "kernels/cpu/logits_row.h"
@@ -196,7 +197,17 @@ int32_t Sampler::draw_from_top_k(std::span<const float> logits, const SamplingPa
 //  - top-p / min-p: only tokens that may survive become candidates. min-p keeps weights of at
 //    least min_p; top-p never needs a token below (1 - top_p) * sum / vocab, since the tokens
 //    above that weigh at least top_p * sum together. heaviest_prefix then cuts the top-p
-//    prefix, and the draw runs over what is left, in its order.
+//    prefix, and the draw runs over what is left, in its order; from kCutFrom candidates,
+//    heaviest_prefix_cut finds the same prefix without moving them, and the draw runs over
+//    those within it in vocabulary order.
+namespace {
+
+// Candidates from which top-p takes heaviest_prefix_cut: its pass over a bucket table costs
+// more than the quickselect on a few thousand.
+constexpr size_t kCutFrom = 4096;
+
+}  // namespace
+
 int32_t Sampler::draw_from_vocabulary(std::span<const float> logits, const SamplingParams& p,
                                       double u) {
   const size_t vocab = logits.size();
@@ -216,6 +227,12 @@ int32_t Sampler::draw_from_vocabulary(std::span<const float> logits, const Sampl
   order_.resize(vocab + 16);  // collect_above stores whole vectors
   auto count = static_cast<size_t>(cpu::collect_above(weights_.data(), n, above, order_.data()));
   if (count == 0) return argmax(logits);  // min_p above 1: the best token alone, as before
+  if (p.top_p < 1.0f && count >= kCutFrom) {
+    const std::span<const int32_t> ids(order_.data(), count);
+    const double mass = static_cast<double>(p.top_p) * sum;
+    if (const std::optional<PrefixCut> cut = heaviest_prefix_cut(ids, weights_, mass))
+      return draw_within_cut(ids, weights_, cut->lightest, u * cut->total);
+  }
   items_.resize(count);
   for (size_t i = 0; i < count; ++i)
     items_[i] = {weights_[static_cast<size_t>(order_[i])], order_[i]};

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+#include <optional>
 #include <random>
 
 namespace pagedllm {
@@ -70,6 +72,113 @@ TEST(Candidates, HeaviestPrefixIsTheShortestSortedPrefixReachingTheMass) {
     std::sort(expected.begin(), expected.end());
     ASSERT_EQ(kept, expected) << "trial " << trial;
   }
+}
+
+// The shortest best-first prefix of `w` reaching `mass`, by sorting: its length and its ids.
+std::pair<size_t, std::vector<int32_t>> sorted_prefix(const std::vector<float>& w, double mass) {
+  const std::vector<int32_t> order = sorted_best_first(w);
+  size_t n = 0;
+  double acc = 0.0;
+  while (n < w.size()) {
+    acc += w[static_cast<size_t>(order[n++])];
+    if (acc >= mass) break;
+  }
+  std::vector<int32_t> ids(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n));
+  std::sort(ids.begin(), ids.end());
+  return {n, ids};
+}
+
+// A sampler's weights exp(l - max) over normal logits, flat (spread 0.5) or peaked (3), with
+// runs of equal weights (an eighth of them 0.25: a bucket of many ties) and zeros.
+std::vector<float> vocabulary_weights(size_t n, float spread, std::mt19937& rng) {
+  std::normal_distribution<float> logit(0.0f, spread);
+  std::vector<float> w(n);
+  for (float& x : w) x = std::exp(logit(rng) - 4.0f * spread);
+  for (size_t i = 0; i < n / 8; ++i) w[rng() % n] = 0.25f;
+  for (size_t i = 0; i < n / 64; ++i) w[rng() % n] = 0.0f;
+  return w;
+}
+
+TEST(Candidates, HeaviestPrefixOnVocabularySizedRowsIsTheSortedPrefix) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 8; ++trial) {
+    const size_t n = 4096 + rng() % 160000;
+    const std::vector<float> w = vocabulary_weights(n, trial % 2 == 0 ? 0.5f : 3.0f, rng);
+    double total = 0.0;
+    for (float x : w) total += x;
+    for (double share : {0.05, 0.9}) {
+      const auto [want, expected] = sorted_prefix(w, share * total);
+      std::vector<WeightedId> items(n);
+      for (size_t i = 0; i < n; ++i) items[i] = {w[i], static_cast<int32_t>(i)};
+      std::shuffle(items.begin(), items.end(), rng);
+      const size_t got = heaviest_prefix(items, share * total);
+      ASSERT_EQ(got, want) << "trial " << trial << " share " << share;
+      std::vector<int32_t> kept;
+      for (size_t i = 0; i < got; ++i) kept.push_back(items[i].id);
+      std::sort(kept.begin(), kept.end());
+      ASSERT_EQ(kept, expected) << "trial " << trial << " share " << share;
+    }
+  }
+}
+
+// The cut over candidate ids (every other id of the row, as the sampler passes those above its
+// floor) holds exactly the sorted prefix of those candidates, and its total is their weight.
+TEST(Candidates, HeaviestPrefixCutHoldsTheSortedPrefixOfTheCandidates) {
+  std::mt19937 rng(8);
+  for (int trial = 0; trial < 12; ++trial) {
+    const size_t n = 8192 + rng() % 300000;
+    const std::vector<float> row = vocabulary_weights(n, trial % 2 == 0 ? 0.5f : 3.0f, rng);
+    std::vector<int32_t> ids;
+    std::vector<float> w;  // the candidates' weights, in ids' order
+    for (size_t i = trial % 2; i < n; i += 2) {
+      ids.push_back(static_cast<int32_t>(i));
+      w.push_back(row[i]);
+    }
+    double total = 0.0;
+    for (float x : w) total += x;
+    for (double share : {0.01, 0.3, 0.9, 0.99}) {
+      const auto [want, positions] = sorted_prefix(w, share * total);
+      const std::optional<PrefixCut> cut = heaviest_prefix_cut(ids, row, share * total);
+      ASSERT_TRUE(cut.has_value()) << "trial " << trial << " share " << share;
+      std::vector<int32_t> in_cut;
+      double kept_weight = 0.0;
+      for (const int32_t id : ids) {
+        const float x = row[static_cast<size_t>(id)];
+        if (x > cut->lightest.weight || (x == cut->lightest.weight && id <= cut->lightest.id)) {
+          in_cut.push_back(id);
+          kept_weight += x;
+        }
+      }
+      std::vector<int32_t> expected;
+      for (const int32_t at : positions) expected.push_back(ids[static_cast<size_t>(at)]);
+      std::sort(expected.begin(), expected.end());
+      ASSERT_EQ(in_cut, expected) << "trial " << trial << " share " << share;
+      EXPECT_NEAR(cut->total, kept_weight, 1e-9 * kept_weight);
+    }
+  }
+}
+
+TEST(Candidates, HeaviestPrefixCutLeavesMassesOutOfReachToHeaviestPrefix) {
+  const std::vector<float> row(5000, 0.5f);
+  std::vector<int32_t> ids(row.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  EXPECT_FALSE(heaviest_prefix_cut(ids, row, 2501.0).has_value());
+  const std::optional<PrefixCut> cut = heaviest_prefix_cut(ids, row, 10.0);
+  ASSERT_TRUE(cut.has_value());  // 20 of the ties, the lowest ids
+  EXPECT_EQ(cut->lightest.id, 19);
+  EXPECT_DOUBLE_EQ(cut->total, 10.0);
+}
+
+TEST(Candidates, DrawWithinCutFollowsTheRunningSumOfTheCandidatesInIt) {
+  const std::vector<float> row = {0.5f, 2.0f, 0.25f, 1.0f, 2.0f, 0.0f};
+  const std::vector<int32_t> ids = {0, 1, 2, 3, 4, 5};
+  const WeightedId lightest{1.0f, 3};  // the cut: ids 1, 3, 4 (2 + 1 + 2)
+  EXPECT_EQ(draw_within_cut(ids, row, lightest, 0.0), 1);
+  EXPECT_EQ(draw_within_cut(ids, row, lightest, 1.999), 1);
+  EXPECT_EQ(draw_within_cut(ids, row, lightest, 2.0), 3);
+  EXPECT_EQ(draw_within_cut(ids, row, lightest, 3.5), 4);
+  EXPECT_EQ(draw_within_cut(ids, row, lightest, 5.0), 4);  // past the end: the last positive
+  EXPECT_EQ(draw_within_cut(ids, row, WeightedId{2.0f, 1}, 2.5), 1);  // ties: id 4 is out
 }
 
 TEST(Candidates, HeaviestPrefixKeepsEverythingWhenTheMassIsOutOfReachAndOneForNone) {

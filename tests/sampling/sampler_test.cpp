@@ -214,6 +214,56 @@ TEST(Sampler, FilteredSamplingMatchesTheRenormalizedReferenceByChiSquare) {
   }
 }
 
+// top-p alone over a vocabulary-sized row where most tokens survive the floor, so the sampler
+// takes heaviest_prefix_cut: 8 tokens above 20,000 equal ones, of which the cut keeps about a
+// third (the lowest ids, as ties go). The equal tokens' bins are pooled in id order into bins
+// that expect at least 50 draws each, so that a cut in the wrong place shows too.
+TEST(Sampler, TopPOverAFlatVocabularyMatchesTheReferenceByChiSquare) {
+  std::vector<float> logits(20000, 0.0f);
+  for (int i = 0; i < 8; ++i)
+    logits[static_cast<size_t>(i * 2500 + 5)] = 5.0f + 0.3f * static_cast<float>(i);
+  Fixture f;
+  f.params.temperature = 1.0f;
+  f.params.top_p = 0.5f;
+  const std::vector<double> want = filtered_softmax(logits, f.params);
+  const int n = 6000;
+  std::vector<int> counts(logits.size(), 0);
+  for (int i = 0; i < n; ++i)
+    ++counts[static_cast<size_t>(f.draw(logits, static_cast<uint64_t>(i)).token_id)];
+  double chi2 = 0, pooled_expected = 0;
+  int bins = 0, outside = 0, pooled = 0, kept = 0;
+  const auto add_bin = [&](double observed, double expected) {
+    chi2 += (observed - expected) * (observed - expected) / expected;
+    ++bins;
+  };
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == 0.0) {
+      outside += counts[i];
+      continue;
+    }
+    ++kept;
+    const double expected = n * want[i];
+    if (expected >= 50) {
+      add_bin(counts[i], expected);
+      continue;
+    }
+    pooled_expected += expected;
+    pooled += counts[i];
+    if (pooled_expected >= 50) {
+      add_bin(pooled, pooled_expected);
+      pooled_expected = 0;
+      pooled = 0;
+    }
+  }
+  if (pooled_expected > 0) add_bin(pooled, pooled_expected);
+  EXPECT_GT(kept, 5000);  // the cut falls among the ties
+  EXPECT_LT(kept, 10000);
+  EXPECT_EQ(outside, 0);
+  const double df = bins - 1, h = 2.0 / (9.0 * df);
+  const double critical = df * std::pow(1.0 - h + 3.09 * std::sqrt(h), 3.0);
+  EXPECT_LT(chi2, critical) << "over " << bins << " bins";
+}
+
 TEST(Sampler, PenaltiesSteerAwayFromRepeatedTokens) {
   Fixture f;
   f.params.temperature = 0.0f;
