@@ -2,6 +2,8 @@
 // check outputs with.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -27,6 +29,12 @@ inline std::vector<std::string> ajv_verdicts(const std::string& schema,
                                        texts_file));
   std::vector<std::string> verdicts;
   for (std::string line; std::getline(lines, line);) verdicts.push_back(line);
+  // One verdict per text, so that a caller may index them: a validator that could not run
+  // (node or ajv missing) is a failed check, not a crash.
+  if (verdicts.size() != texts.size()) {
+    ADD_FAILURE() << "ajv gave " << verdicts.size() << " verdicts for " << texts.size() << " texts";
+    verdicts.resize(texts.size(), "no verdict");
+  }
   return verdicts;
 }
 
