@@ -282,7 +282,7 @@ SampledToken Sampler::sample(std::span<float> logits, const SamplingContext& ctx
   if (p.temperature <= 1e-5f) {
     result.token_id = argmax(logits);
   } else {
-    for (float& l : logits) l /= p.temperature;
+    cpu::divide_row(logits.data(), static_cast<int64_t>(vocab), p.temperature);
     const double u =
         uniform_draw(ctx.seed, ctx.prompt_token_ids.size() + ctx.output_token_ids.size());
     const bool top_k = p.top_k > 0 && static_cast<size_t>(p.top_k) < vocab;

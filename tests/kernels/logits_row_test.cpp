@@ -1,6 +1,6 @@
 // The sampler's row passes: every ISA path gives the portable loop's bits (exponentials, block
-// sums and totals), masked -infinity logits get weight exactly 0, and the scans find what a
-// plain loop finds, on rows of every tail length.
+// sums and totals, the division by a temperature), masked -infinity logits get weight exactly
+// 0, and the scans find what a plain loop finds, on rows of every tail length.
 #include "kernels/cpu/logits_row.h"
 #include "kernels/isa_guard.h"
 
@@ -40,6 +40,7 @@ struct PassResults {
   std::vector<double> blocks;
   int64_t first;
   std::vector<int32_t> above;
+  std::vector<float> divided;  // by a temperature of 0.7
 };
 
 PassResults run_passes(const std::vector<float>& row) {
@@ -52,6 +53,8 @@ PassResults run_passes(const std::vector<float>& row) {
   r.first = cpu::first_above(row.data(), n, 6.0f);
   r.above.resize(row.size() + 16);
   r.above.resize(static_cast<size_t>(cpu::collect_above(row.data(), n, 2.5f, r.above.data())));
+  r.divided = row;
+  cpu::divide_row(r.divided.data(), n, 0.7f);
   return r;
 }
 
@@ -78,6 +81,7 @@ TEST(LogitsRow, PortableLoopIsExactAndMaskedLogitsWeighNothing) {
   for (size_t i = 0; i < row.size(); ++i)
     if (row[i] > 2.5f) above.push_back(static_cast<int32_t>(i));
   EXPECT_EQ(r.above, above);
+  for (size_t i = 0; i < row.size(); ++i) ASSERT_EQ(r.divided[i], row[i] / 0.7f) << i;
 }
 
 TEST(LogitsRow, EveryIsaPathIsBitIdenticalToThePortableLoop) {
@@ -98,6 +102,8 @@ TEST(LogitsRow, EveryIsaPathIsBitIdenticalToThePortableLoop) {
           << cpu::to_string(isa) << " n " << n;
       ASSERT_EQ(got.first, want.first) << cpu::to_string(isa) << " n " << n;
       ASSERT_EQ(got.above, want.above) << cpu::to_string(isa) << " n " << n;
+      ASSERT_EQ(std::memcmp(got.divided.data(), want.divided.data(), n * sizeof(float)), 0)
+          << cpu::to_string(isa) << " n " << n;
       ++compared;
     }
   }

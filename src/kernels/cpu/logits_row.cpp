@@ -56,6 +56,13 @@ float row_max(const float* x, int64_t n) {
   return row_max_portable(x, n);
 }
 
+void divide_row(float* x, int64_t n, float d) {
+  const Isa isa = active_isa();
+  if (isa >= Isa::kAvx512) return divide_row_avx512(x, n, d);
+  if (isa >= Isa::kAvx2) return divide_row_avx2(x, n, d);
+  for (int64_t i = 0; i < n; ++i) x[i] /= d;
+}
+
 double exp_shifted(const float* x, int64_t n, float shift, float* out, double* block_sums) {
   const Isa isa = active_isa();
   if (isa >= Isa::kAvx512) return exp_shifted_avx512(x, n, shift, out, block_sums);

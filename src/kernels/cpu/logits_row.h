@@ -20,6 +20,10 @@ float row_max(const float* x, int64_t n);
 // each block's sum, which lets a draw find its block before scanning elements.
 double exp_shifted(const float* x, int64_t n, float shift, float* out, double* block_sums);
 
+// x[i] /= d for i in [0, n): the sampler's temperature. Division is correctly rounded at every
+// vector width, so every path gives the bits of the plain loop.
+void divide_row(float* x, int64_t n, float d);
+
 // The first index i in [0, n) with x[i] > t, or n when there is none.
 int64_t first_above(const float* x, int64_t n, float t);
 
@@ -38,10 +42,12 @@ inline void close_block(const float (&lanes)[16], int64_t b, double* block_sums,
 
 // The per-ISA forms, called by the functions above after the runtime check.
 float row_max_avx2(const float* x, int64_t n);
+void divide_row_avx2(float* x, int64_t n, float d);
 double exp_shifted_avx2(const float* x, int64_t n, float shift, float* out, double* block_sums);
 int64_t first_above_avx2(const float* x, int64_t n, float t);
 int64_t collect_above_avx2(const float* x, int64_t n, float t, int32_t* out);
 float row_max_avx512(const float* x, int64_t n);
+void divide_row_avx512(float* x, int64_t n, float d);
 double exp_shifted_avx512(const float* x, int64_t n, float shift, float* out, double* block_sums);
 int64_t first_above_avx512(const float* x, int64_t n, float t);
 int64_t collect_above_avx512(const float* x, int64_t n, float t, int32_t* out);

@@ -26,7 +26,16 @@ inline __m512 exp_lanes(const float* x, __mmask16 mask, __m512 shift) {
 float row_max_avx512(const float* x, int64_t n) {
   const float lowest = -std::numeric_limits<float>::infinity();
   __m512 m = _mm512_set1_ps(lowest);
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  // Four running maxima over whole vectors, one chain each, then the tail (exact in any order).
+  __m512 part[4] = {m, m, m, m};
+  for (; i + 64 <= n; i += 64) {
+    for (int v = 0; v < 4; ++v)
+      part[v] = _mm512_maskz_max_ps(0xFFFF, _mm512_loadu_ps(x + i + 16 * v), part[v]);
+  }
+  m = _mm512_maskz_max_ps(0xFFFF, _mm512_maskz_max_ps(0xFFFF, part[0], part[1]),
+                          _mm512_maskz_max_ps(0xFFFF, part[2], part[3]));
+  for (; i < n; i += 16) {
     const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(lowest), first_lanes(n - i), x + i);
     m = _mm512_maskz_max_ps(0xFFFF, v, m);  // the zero-masked form: g++ 12 warns on the plain one
   }
@@ -37,6 +46,15 @@ float row_max_avx512(const float* x, int64_t n) {
   return best;
 }
 
+void divide_row_avx512(float* x, int64_t n, float d) {
+  const __m512 divisor = _mm512_set1_ps(d);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mask = first_lanes(n - i);
+    _mm512_mask_storeu_ps(x + i, mask,
+                          _mm512_maskz_div_ps(mask, _mm512_maskz_loadu_ps(mask, x + i), divisor));
+  }
+}
+
 double exp_shifted_avx512(const float* x, int64_t n, float shift, float* out, double* block_sums) {
   const __m512 s = _mm512_set1_ps(shift);
   alignas(64) float lanes[16];
@@ -44,7 +62,18 @@ double exp_shifted_avx512(const float* x, int64_t n, float shift, float* out, do
   for (int64_t start = 0, b = 0; start < n; start += kExpBlock, ++b) {
     const int64_t end = start + kExpBlock < n ? start + kExpBlock : n;
     __m512 acc = _mm512_setzero_ps();
-    for (int64_t i = start; i < end; i += 16) {
+    int64_t i = start;
+    // Four vectors' exponentials side by side, then added to acc in order: each is a long chain
+    // of dependent operations, and one at a time left the core waiting on their latency.
+    for (; i + 64 <= end; i += 64) {
+      __m512 e[4];
+      for (int v = 0; v < 4; ++v) e[v] = exp_lanes(x + i + 16 * v, 0xFFFF, s);
+      for (int v = 0; v < 4; ++v) {
+        _mm512_storeu_ps(out + i + 16 * v, e[v]);
+        acc = _mm512_add_ps(acc, e[v]);
+      }
+    }
+    for (; i < end; i += 16) {
       const __mmask16 mask = first_lanes(end - i);
       const __m512 e = exp_lanes(x + i, mask, s);
       _mm512_mask_storeu_ps(out + i, mask, e);
