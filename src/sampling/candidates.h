@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
@@ -44,6 +45,11 @@ std::optional<PrefixCut> heaviest_prefix_cut(std::span<const int32_t> ids,
 // draw_by_weight over the candidates within a cut, in the order of `ids`.
 int32_t draw_within_cut(std::span<const int32_t> ids, std::span<const float> weights,
                         const WeightedId& lightest, double target);
+
+// The cut that holds every candidate (min-p alone), and the candidates' total weight.
+inline constexpr WeightedId kEveryCandidate{-std::numeric_limits<float>::infinity(),
+                                            std::numeric_limits<int32_t>::max()};
+double total_weight(std::span<const int32_t> ids, std::span<const float> weights);
 
 // The id of the first item (in their order) whose running weight exceeds `target`; when
 // rounding leaves target unreached, the last one with a positive weight.

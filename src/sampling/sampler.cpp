@@ -227,8 +227,10 @@ int32_t Sampler::draw_from_vocabulary(std::span<const float> logits, const Sampl
   order_.resize(vocab + 16);  // collect_above stores whole vectors
   auto count = static_cast<size_t>(cpu::collect_above(weights_.data(), n, above, order_.data()));
   if (count == 0) return argmax(logits);  // min_p above 1: the best token alone, as before
-  if (p.top_p < 1.0f && count >= kCutFrom) {
+  if (count >= kCutFrom) {
     const std::span<const int32_t> ids(order_.data(), count);
+    if (p.top_p >= 1.0f)  // min-p alone: every candidate, drawn where they are
+      return draw_within_cut(ids, weights_, kEveryCandidate, u * total_weight(ids, weights_));
     const double mass = static_cast<double>(p.top_p) * sum;
     if (const std::optional<PrefixCut> cut = heaviest_prefix_cut(ids, weights_, mass))
       return draw_within_cut(ids, weights_, cut->lightest, u * cut->total);
