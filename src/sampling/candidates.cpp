@@ -175,7 +175,6 @@ int32_t draw_within_cut(std::span<const int32_t> ids, std::span<const float> wei
   // over a whole flat row took about 0.2 ms.
   constexpr size_t kBlock = 64;
   double acc = 0.0;
-  int32_t last_positive = lightest.id;
   size_t start = 0;
   for (; start + kBlock <= ids.size(); start += kBlock) {
     double part[4] = {};
@@ -195,12 +194,16 @@ int32_t draw_within_cut(std::span<const int32_t> ids, std::span<const float> wei
   for (size_t i = start; i < ids.size(); ++i) {
     const int32_t id = ids[i];
     if (!in(id)) continue;
-    const float w = weights[static_cast<size_t>(id)];
-    acc += w;
+    acc += weights[static_cast<size_t>(id)];
     if (target < acc) return id;
-    if (w > 0.0f) last_positive = id;
   }
-  return last_positive;
+  // Rounding left target unreached (the blocks may all have passed): the last candidate in the
+  // cut with a positive weight, as draw_by_weight.
+  for (size_t i = ids.size(); i-- > 0;) {
+    const int32_t id = ids[i];
+    if (in(id) && weights[static_cast<size_t>(id)] > 0.0f) return id;
+  }
+  return ids.empty() ? lightest.id : ids.front();
 }
 
 double total_weight(std::span<const int32_t> ids, std::span<const float> weights) {

@@ -199,11 +199,11 @@ int32_t Sampler::draw_from_top_k(std::span<const float> logits, const SamplingPa
 //    above that weigh at least top_p * sum together. heaviest_prefix then cuts the top-p
 //    prefix, and the draw runs over what is left, in its order; from kCutFrom candidates,
 //    heaviest_prefix_cut finds the same prefix without moving them, and the draw runs over
-//    those within it in vocabulary order.
+//    those within it in vocabulary order (min-p alone: over every candidate).
 namespace {
 
-// Candidates from which top-p takes heaviest_prefix_cut: its pass over a bucket table costs
-// more than the quickselect on a few thousand.
+// Candidates from which top-p takes heaviest_prefix_cut (its pass over a bucket table costs more
+// than the quickselect on a few thousand) and min-p alone draws without gathering them.
 constexpr size_t kCutFrom = 4096;
 
 }  // namespace

@@ -181,6 +181,19 @@ TEST(Candidates, DrawWithinCutFollowsTheRunningSumOfTheCandidatesInIt) {
   EXPECT_EQ(draw_within_cut(ids, row, WeightedId{2.0f, 1}, 2.5), 1);  // ties: id 4 is out
 }
 
+// Past the total by rounding, with every candidate in whole blocks that all pass: the last
+// positive candidate in the cut, never an id from outside the row.
+TEST(Candidates, DrawWithinCutPastTheTotalGivesTheLastPositiveCandidate) {
+  std::vector<float> row(128, 1.0f);
+  row[127] = 0.0f;
+  row[126] = 0.5f;
+  std::vector<int32_t> ids(row.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  EXPECT_EQ(draw_within_cut(ids, row, kEveryCandidate, 1e9), 126);
+  EXPECT_EQ(draw_within_cut(ids, row, WeightedId{1.0f, 99}, 1e9), 99);
+  EXPECT_DOUBLE_EQ(total_weight(ids, row), 126.5);
+}
+
 TEST(Candidates, HeaviestPrefixKeepsEverythingWhenTheMassIsOutOfReachAndOneForNone) {
   std::vector<WeightedId> items = {{1.0f, 4}, {3.0f, 9}, {2.0f, 1}};
   EXPECT_EQ(heaviest_prefix(items, 100.0), 3u);
