@@ -80,36 +80,67 @@ std::vector<nlohmann::json> json_lines(const std::string& out) {
   return lines;
 }
 
-void expect_same_answers(const CliResult& tp, const CliResult& one, double tolerance) {
+// Rank k of a step's top logprobs is told apart from its neighbours by more than tolerance
+// (the last one listed has an unknown neighbour below it).
+bool stands_apart(const nlohmann::json& top, size_t k, double tolerance) {
+  const auto at = [&](size_t i) { return top[i]["logprob"].get<double>(); };
+  return (k == 0 || at(k - 1) - at(k) > tolerance) && k + 1 < top.size() &&
+         at(k) - at(k + 1) > tolerance;
+}
+
+// near_ties: the model's sums differ in their last bits between the ranks and one process
+// (q8_0 activations, bf16-rounded queries), so two tokens whose logprobs lie within tolerance
+// may trade places. Greedy decoding then parts at such a near tie of one process's top two,
+// and the rest of that prompt is not compared; at least 4 of the 6 prompts must agree whole.
+void expect_same_answers(const CliResult& tp, const CliResult& one, double tolerance,
+                         bool near_ties = false) {
   ASSERT_EQ(one.code, 0) << one.err;
   ASSERT_EQ(tp.code, 0) << tp.err;
   const auto want = json_lines(one.out), got = json_lines(tp.out);
   ASSERT_EQ(got.size(), want.size());
   ASSERT_EQ(want.size(), 6u);
+  int whole = 0;
   for (size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(got[i]["token_ids"], want[i]["token_ids"]) << "prompt " << i;
     ASSERT_EQ(got[i]["logprobs"].size(), 40u);
-    for (size_t t = 0; t < want[i]["logprobs"].size(); ++t) {
+    ASSERT_EQ(want[i]["token_ids"].size(), 40u);
+    bool parted = false;
+    for (size_t t = 0; t < want[i]["logprobs"].size() && !parted; ++t) {
       const auto& w = want[i]["logprobs"][t];
       const auto& g = got[i]["logprobs"][t];
+      const auto& top = w["top_logprobs"];
+      if (near_ties && got[i]["token_ids"][t] != want[i]["token_ids"][t]) {
+        ASSERT_GE(top.size(), 2u);
+        EXPECT_LE(top[0]["logprob"].get<double>() - top[1]["logprob"].get<double>(), tolerance)
+            << "prompt " << i << " parted at step " << t << " without a near tie";
+        parted = true;
+      }
       EXPECT_NEAR(g["logprob"].get<double>(), w["logprob"].get<double>(), tolerance);
-      ASSERT_EQ(g["top_logprobs"].size(), w["top_logprobs"].size());
-      for (size_t k = 0; k < w["top_logprobs"].size(); ++k) {
-        EXPECT_EQ(g["top_logprobs"][k]["token_id"], w["top_logprobs"][k]["token_id"]);
-        EXPECT_NEAR(g["top_logprobs"][k]["logprob"].get<double>(),
-                    w["top_logprobs"][k]["logprob"].get<double>(), tolerance);
+      ASSERT_EQ(g["top_logprobs"].size(), top.size());
+      for (size_t k = 0; k < top.size(); ++k) {
+        if (!near_ties || stands_apart(top, k, tolerance)) {
+          EXPECT_EQ(g["top_logprobs"][k]["token_id"], top[k]["token_id"])
+              << "prompt " << i << " step " << t;
+        }
+        EXPECT_NEAR(g["top_logprobs"][k]["logprob"].get<double>(), top[k]["logprob"].get<double>(),
+                    tolerance);
       }
     }
+    if (!parted) {
+      EXPECT_EQ(got[i]["token_ids"], want[i]["token_ids"]) << "prompt " << i;
+      ++whole;
+    }
   }
+  EXPECT_GE(whole, near_ties ? 4 : 6);
 }
 
-void expect_tp_matches_one_process(const std::string& model, int ranks, double tolerance = 1e-4) {
+void expect_tp_matches_one_process(const std::string& model, int ranks, double tolerance = 1e-4,
+                                   bool near_ties = false) {
   const std::string args =
       "generate --model " + model + " --prompts-file " + prompts_file() + kGenerateFlags;
   const CliResult one = run_shell(std::string(PAGEDLLM_BINARY) + " " + args);
   const CliResult tp = run_shell(kMpirun + " -np " + std::to_string(ranks) + " " + PAGEDLLM_BINARY +
                                  " " + args + " --tensor-parallel-size " + std::to_string(ranks));
-  expect_same_answers(tp, one, tolerance);
+  expect_same_answers(tp, one, tolerance, near_ties);
   EXPECT_NE(tp.err.find("tensor_parallel=0/" + std::to_string(ranks)), std::string::npos) << tp.err;
 }
 
@@ -149,14 +180,16 @@ TEST(TensorParallel, TwoAndFourRanksOfAPresetWithEightHeadsAndFourKvHeads) {
   expect_tp_matches_one_process(path, 4);
 }
 
-// Q8_0 shards split on block boundaries. The activations are quantized to int8 too, and a
-// last-bit difference of the summed hidden state can move one code: logprobs agree to 1e-2,
-// greedy tokens exactly.
+// Q8_0 shards split on block boundaries. The activations are quantized to int8 too, and the
+// bf16 cache's attention rounds the queries to bf16 (as llama.cpp's does), so a last-bit
+// difference of the summed hidden state can move one code or one rounding: logprobs agree to
+// 1e-2, greedy tokens up to a near tie (this random-weight model's logprobs lie within a few
+// thousandths of each other).
 TEST(TensorParallel, TwoAndFourRanksOfAQ8Model) {
   skip_without_mpi();
   const std::string path = make_tiny_tp("q8_0");
-  expect_tp_matches_one_process(path, 2, 1e-2);
-  expect_tp_matches_one_process(path, 4, 1e-2);
+  expect_tp_matches_one_process(path, 2, 1e-2, true);
+  expect_tp_matches_one_process(path, 4, 1e-2, true);
 }
 
 TEST(TensorParallel, ARankWithAnotherModelStopsTheJobWithOneMessage) {

@@ -5,6 +5,7 @@
 #include "kernels/cpu/cpu_features.h"
 
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -395,6 +396,50 @@ TEST(PagedAttention, StaleNansPastTheContextInItsLastBlockChangeNoOutputBit) {
   EXPECT_GE(compared, 24);
 }
 
+// A bf16 cache takes its products in vdpbf16ps's order, denormals flushed (attention_tile.h).
+// Denormal K and V elements, denormal and tiny queries, and queries large enough that most
+// softmax weights underflow: every path gives the portable order's bits, and the call leaves
+// this thread's MXCSR (its flush-to-zero and denormals-are-zero bits) as it found them.
+TEST(PagedAttention, Bf16CacheFlushesDenormalsAlikeOnEveryIsaPathAndRestoresMxcsr) {
+  IsaGuard guard;
+  std::mt19937 rng(17);
+  MixedBatch mb(64, 2, 4, DType::kBF16, rng);
+  const KVCacheLayer layer = mb.cache.layer(0);
+  auto* keys = static_cast<uint16_t*>(layer.key);
+  auto* values = static_cast<uint16_t*>(layer.value);
+  const auto elements = static_cast<size_t>(layer.spec.elements_per_layer());
+  for (size_t i = 0; i < elements; i += 5) {
+    const auto denormal = static_cast<uint16_t>((i % 2 ? 0x8000 : 0) | (1 + i % 0x7F));
+    keys[i] = values[(i + 2) % elements] = denormal;
+  }
+  for (size_t i = 0; i < mb.q.size(); ++i) {
+    if (i % 7 == 0)
+      mb.q[i] = (i % 2 ? -1.0f : 1.0f) * 3e-39f;  // f32 denormal
+    else if (i % 7 == 1)
+      mb.q[i] = 1.2e-38f;  // normal in f32, just above bf16's smallest
+    else
+      mb.q[i] *= 12.0f;  // scores of hundreds: most weights exp(s - max) underflow
+  }
+  const unsigned csr = _mm_getcsr();
+  cpu::set_isa(cpu::Isa::kGeneric);
+  const std::vector<float> ref = mb.attend();
+  EXPECT_EQ(_mm_getcsr(), csr);
+  int compared = 0;
+  for (cpu::Isa isa :
+       {cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Vnni, cpu::Isa::kAvx512Bf16}) {
+    if (!cpu::cpu_supports(isa)) continue;
+    cpu::set_isa(isa);
+    const std::vector<float> out = mb.attend();
+    EXPECT_EQ(_mm_getcsr(), csr) << cpu::to_string(isa);
+    ASSERT_EQ(std::memcmp(out.data(), ref.data(), out.size() * 4), 0) << cpu::to_string(isa);
+    ++compared;
+  }
+  for (float x : ref) ASSERT_TRUE(std::isfinite(x));
+  if (cpu::cpu_supports(cpu::Isa::kAvx2)) {
+    EXPECT_GE(compared, 1);
+  }
+}
+
 // Stores a run of tokens with head size D into a bf16 cache on every ISA path the CPU has and
 // checks every element against f32_to_bf16.
 void bf16_cache_stores_f32_to_bf16_on_every_isa_path(int D) {
@@ -455,8 +500,9 @@ TEST(PagedAttention, Bf16CacheStoresF32ToBf16OfEveryValueOnEveryIsaPath) {
 // computed together (as in one prefill) or each alone (as in decode steps).
 TEST(PagedAttention, ATokensOutputDoesNotDependOnTheTokensComputedWithIt) {
   std::mt19937 rng(12);
-  for (int D : {16, 64, 128}) {
-    MixedBatch mb(D, 2, 4, DType::kF32, rng);
+  for (const auto& [D, dtype] : std::vector<std::pair<int, DType>>{
+           {16, DType::kF32}, {64, DType::kF32}, {128, DType::kF32}, {64, DType::kBF16}}) {
+    MixedBatch mb(D, 2, 4, dtype, rng);
     const std::vector<float> together = mb.attend();
     const size_t width = static_cast<size_t>(mb.heads * D);
     const std::vector<int32_t> all_positions = mb.positions;
@@ -474,7 +520,8 @@ TEST(PagedAttention, ATokensOutputDoesNotDependOnTheTokensComputedWithIt) {
           mb.kBlocksPerReq};
       cpu::paged_attention(mb.q.data(), mb.heads, batch, mb.cache.layer(0), out.data());
       ASSERT_EQ(std::memcmp(out.data(), together.data() + t * width, width * 4), 0)
-          << "D=" << D << " token " << t << " at position " << all_positions[t];
+          << "D=" << D << " " << to_string(dtype) << " token " << t << " at position "
+          << all_positions[t];
     }
   }
 }

@@ -17,6 +17,7 @@
 #include <limits>
 
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/bf16_rounding.h"
 
 namespace pagedllm::cpu::attention {
 
@@ -246,7 +247,8 @@ template <int NQ, int C, int D, typename T>
         scale[c][1] = load8_f16(row + 8);
       }
     }
-    for (int d = d0; d < d0 + kGroup; ++d) {
+    for (int i = d0; i < d0 + kGroup; ++i) {
+      const int d = product_order<T>(i);
       for (int c = 0; c < C; ++c) {
         const T* row = kt[c] + static_cast<size_t>(d) * ctx.ldk;
         _mm_prefetch(reinterpret_cast<const char*>(next_k[c] + static_cast<size_t>(d) * ctx.ldk),
@@ -285,7 +287,8 @@ template <int NQ, int D, typename T>
           acc[i][v] = _mm256_mul_ps(_mm256_loadu_ps(qs[i0 + i].acc + 8 * (v0 + v)), c);
       }
 #pragma GCC unroll 16
-      for (int o = 0; o < kChunk; ++o) {
+      for (int j = 0; j < kChunk; ++j) {
+        const int o = product_order<T>(j);
         __m256 row[S];
         for (int v = 0; v < S; ++v) row[v] = load8(vt + o * D + 8 * (v0 + v));
         if constexpr (kIsQ8<T>) {
@@ -307,6 +310,17 @@ template <int NQ, int D, typename T>
   }
 }
 
+// A bf16 cache's weights rounded as its order takes them (attention_tile.h), in place.
+template <typename T>
+inline void round_weights(float (*p)[kChunk], int n) {
+  if constexpr (kIsBf16<T>) {
+    for (int i = 0; i < n; ++i) {
+      for (int h = 0; h < kChunk; h += 8)
+        _mm256_store_ps(p[i] + h, bf16_flushed_widened(_mm256_load_ps(p[i] + h)));
+    }
+  }
+}
+
 // NQ queries over chunks ch0 .. ch0 + C - 1.
 template <int NQ, int C, int D, typename T>
 void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0, int chunks) {
@@ -316,6 +330,7 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0, in
     alignas(32) float p[C][kChunk];
     float correction[C];
     softmax_update_chunks<C>(qs[0], s, ch0, scale, p, correction);
+    round_weights<T>(p, C);
     for (int c = 0; c < C; ++c) {
       add_chunk_values<1, D>(qs, p + c, correction + c, ctx.v[ch0 + c], value_scales(ctx, ch0 + c));
     }
@@ -330,6 +345,7 @@ void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0, in
       for (int i = 0; i < NQ; ++i)
         correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
     }
+    round_weights<T>(p, NQ);
     add_chunk_values<NQ, D>(qs, p, correction, ctx.v[ch0 + c], value_scales(ctx, ch0 + c));
   }
 }
@@ -365,6 +381,13 @@ void attend_all(QueryState* qs, int nq, float scale, const Chunks<T>& ctx) {
 }
 
 }  // namespace
+
+void round_queries_avx2(const float* q, int n, float* out) {
+  int i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, bf16_flushed_widened(_mm256_loadu_ps(q + i)));
+  for (; i < n; ++i) out[i] = bf16_flushed_widened(q[i]);
+}
 
 bool avx2_attention_handles(int D) {
   return D == 16 || D == 32 || D == 64 || D == 128;

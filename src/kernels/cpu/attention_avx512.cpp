@@ -21,9 +21,11 @@
 #endif
 #include <immintrin.h>
 
+#include <cstring>
 #include <limits>
 
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/bf16_rounding.h"
 
 namespace pagedllm::cpu::attention {
 
@@ -98,7 +100,8 @@ template <int QB, int DV, typename T>
     for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(acc[i][v], c);
   }
 #pragma GCC unroll 16
-  for (int o = 0; o < kChunk; ++o) {
+  for (int j = 0; j < kChunk; ++j) {
+    const int o = product_order<T>(j);
     __m512 row[DV];
     for (int v = 0; v < DV; ++v) row[v] = load16(vt + o * D + 16 * v);
     if constexpr (kIsQ8<T>) {
@@ -156,7 +159,8 @@ template <int NQ, int C, int DV, typename T>
       for (int c = 0; c < C; ++c)
         scale[c] = load16_f16(ctx.ks[ch0 + c] + static_cast<size_t>(d0 / kGroup) * ctx.ldk);
     }
-    for (int d = d0; d < d0 + kGroup; ++d) {
+    for (int j = d0; j < d0 + kGroup; ++j) {
+      const int d = product_order<T>(j);
       __m512 k[C];
       for (int c = 0; c < C; ++c) {
         _mm_prefetch(reinterpret_cast<const char*>(next_k[c] + static_cast<size_t>(d) * ctx.ldk),
@@ -173,42 +177,167 @@ template <int NQ, int C, int DV, typename T>
   }
 }
 
-// NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C <= 8 score chains).
-template <int NQ, int C, int DV, typename T>
-void attend_strip(QueryState* qs, float scale, const Chunks<T>& ctx, int ch0, int chunks) {
+// The bf16 order with vdpbf16ps (attention_tile.h): the products of a pair of elements per lane
+// and instruction. Its operands hold pairs in 32-bit lanes, the pair's first element in the low
+// half: a query's (q[2j], q[2j + 1]), a K tile's rows 2j and 2j + 1 interleaved position by
+// position, two V rows interleaved element by element, a query's (p[2j], p[2j + 1]).
+
+// NQ queries rounded to bf16 in pairs (vcvtneps2bf16 rounds as bf16_flushed does): qp[i][j]
+// for d = 2j, 2j + 1.
+template <int NQ, int DV>
+[[gnu::always_inline]] inline void query_pairs(const QueryState* qs, uint32_t (*qp)[DV * 8]) {
+  for (int i = 0; i < NQ; ++i) {
+    for (int v = 0; v < DV; ++v) {
+      _mm256_store_si256(
+          reinterpret_cast<__m256i*>(qp[i] + 8 * v),
+          reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_loadu_ps(qs[i].q + 16 * v))));
+    }
+  }
+}
+
+// Lanes l of the result: (a's element l, b's element l), for the low 16 elements of each.
+inline __m512i interleave16(__m512i a, __m512i b) {
+  const __m512i index = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40,
+                                         8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+  return _mm512_permutex2var_epi16(a, index, b);
+}
+
+inline __m512i load_row16(const uint16_t* p) {
+  return _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+inline __m512 dot(__m512 acc, __m512i pairs, __m512i broadcast) {
+  return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh>(pairs),
+                          reinterpret_cast<__m512bh>(broadcast));
+}
+
+// score_chunks in the bf16 order: s[i][c] over the K rows' pairs, with the same fetches.
+template <int NQ, int C, int DV>
+[[gnu::always_inline]] inline void score_chunks_dot(const uint32_t (*qp)[DV * 8],
+                                                    const Chunks<uint16_t>& ctx, int ch0,
+                                                    int chunks, __m512 (&s)[NQ][C]) {
+  for (int i = 0; i < NQ; ++i) {
+    for (int c = 0; c < C; ++c) s[i][c] = _mm512_setzero_ps();
+  }
+  const uint16_t* kt[C];
+  const uint16_t* next_k[C];
+  const uint16_t* vt[C];
+  for (int c = 0; c < C; ++c) {
+    kt[c] = ctx.k[ch0 + c];
+    next_k[c] = ctx.k[std::min(ch0 + C + c, chunks - 1)];
+    vt[c] = ctx.v[ch0 + c];
+  }
+  const auto ld = static_cast<size_t>(ctx.ldk);
+#pragma GCC unroll 2
+  for (int j = 0; j < DV * 8; ++j) {
+    __m512i k[C];
+    for (int c = 0; c < C; ++c) {
+      const uint16_t* even = kt[c] + 2 * j * ld;
+      _mm_prefetch(reinterpret_cast<const char*>(next_k[c] + 2 * j * ld), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(next_k[c] + (2 * j + 1) * ld), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(vt[c] + 2 * j * kChunk), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(vt[c] + (2 * j + 1) * kChunk), _MM_HINT_T0);
+      k[c] = interleave16(load_row16(even), load_row16(even + ld));
+    }
+    for (int i = 0; i < NQ; ++i) {
+      const __m512i q = _mm512_set1_epi32(static_cast<int>(qp[i][j]));
+      for (int c = 0; c < C; ++c) s[i][c] = dot(s[i][c], k[c], q);
+    }
+  }
+}
+
+// add_chunk_values in the bf16 order: pb[i] holds query i's 16 weights in bf16.
+template <int QB, int DV>
+[[gnu::always_inline]] inline void add_chunk_values_dot(__m512 (&acc)[QB][DV],
+                                                        const uint16_t (*pb)[kChunk],
+                                                        const float* correction,
+                                                        const uint16_t* vt) {
+  constexpr int D = DV * 16;
+  for (int i = 0; i < QB; ++i) {
+    const __m512 c = _mm512_set1_ps(correction[i]);
+    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(acc[i][v], c);
+  }
+#pragma GCC unroll 8
+  for (int o = 0; o < kChunk; o += 2) {
+    __m512i rows[DV];
+    for (int v = 0; v < DV; ++v)
+      rows[v] =
+          interleave16(load_row16(vt + o * D + 16 * v), load_row16(vt + (o + 1) * D + 16 * v));
+    for (int i = 0; i < QB; ++i) {
+      uint32_t pair;
+      std::memcpy(&pair, pb[i] + o, sizeof pair);
+      const __m512i w = _mm512_set1_epi32(static_cast<int>(pair));
+      for (int v = 0; v < DV; ++v) acc[i][v] = dot(acc[i][v], rows[v], w);
+    }
+  }
+}
+
+// n queries' weights rounded as the bf16 order takes them: in bf16 for the dot products (pb), or
+// in place, widened, for the FMAs that repeat them. Other types: nothing.
+template <typename T, bool Dot>
+[[gnu::always_inline]] inline void round_weights(float (*p)[kChunk], uint16_t (*pb)[kChunk],
+                                                 int n) {
+  for (int i = 0; i < n; ++i) {
+    if constexpr (Dot) {
+      _mm256_store_si256(reinterpret_cast<__m256i*>(pb[i]),
+                         reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_load_ps(p[i]))));
+    } else if constexpr (kIsBf16<T>) {
+      _mm512_store_ps(p[i], bf16_flushed_widened(_mm512_load_ps(p[i])));
+    }
+  }
+}
+
+// NQ queries over chunks ch0 .. ch0 + C - 1 (NQ * C <= 8 score chains); Dot: the bf16 order on
+// vdpbf16ps, from the query pairs qp.
+template <int NQ, int C, int DV, typename T, bool Dot>
+void attend_strip(QueryState* qs, const uint32_t (*qp)[DV * 8], float scale, const Chunks<T>& ctx,
+                  int ch0, int chunks) {
   __m512 s[NQ][C];
-  score_chunks<NQ, C, DV>(qs, ctx, ch0, chunks, s);
+  if constexpr (Dot) {
+    score_chunks_dot<NQ, C, DV>(qp, ctx, ch0, chunks, s);
+  } else {
+    score_chunks<NQ, C, DV>(qs, ctx, ch0, chunks, s);
+  }
   constexpr int QB = NQ < 16 / DV ? NQ : 16 / DV;
   for (int c = 0; c < C; ++c) {
     alignas(64) float p[NQ][kChunk];
+    alignas(64) uint16_t pb[NQ][kChunk];
     float correction[NQ];
     for (int i = 0; i < NQ; ++i)
       correction[i] = softmax_update(qs[i], s[i][c], (ch0 + c) * kChunk, scale, p[i]);
+    round_weights<T, Dot>(p, pb, NQ);
     for (int i = 0; i < NQ; i += QB) {
       __m512 acc[QB][DV];
       load_acc(qs + i, acc);
-      add_chunk_values<QB, DV>(acc, p + i, correction + i, ctx.v[ch0 + c],
-                               value_scales(ctx, ch0 + c));
+      if constexpr (Dot) {
+        add_chunk_values_dot<QB, DV>(acc, pb + i, correction + i, ctx.v[ch0 + c]);
+      } else {
+        add_chunk_values<QB, DV>(acc, p + i, correction + i, ctx.v[ch0 + c],
+                                 value_scales(ctx, ch0 + c));
+      }
       store_acc(qs + i, acc);
     }
   }
 }
 
 // Chunks [ch, chunks) in strips of C, then what is left in strips of C / 2, C / 4, ...
-template <int NQ, int C, int DV, typename T>
-void attend_range(QueryState* qs, float scale, const Chunks<T>& ctx, int ch, int chunks) {
-  for (; ch + C <= chunks; ch += C) attend_strip<NQ, C, DV>(qs, scale, ctx, ch, chunks);
+template <int NQ, int C, int DV, typename T, bool Dot>
+void attend_range(QueryState* qs, const uint32_t (*qp)[DV * 8], float scale, const Chunks<T>& ctx,
+                  int ch, int chunks) {
+  for (; ch + C <= chunks; ch += C) attend_strip<NQ, C, DV, T, Dot>(qs, qp, scale, ctx, ch, chunks);
   if constexpr (C > 1) {
-    if (ch < chunks) attend_range<NQ, C / 2, DV>(qs, scale, ctx, ch, chunks);
+    if (ch < chunks) attend_range<NQ, C / 2, DV, T, Dot>(qs, qp, scale, ctx, ch, chunks);
   }
 }
 
 // NQ queries over the chunks the furthest of them reaches.
-template <int NQ, int C, int DV, typename T>
+template <int NQ, int C, int DV, typename T, bool Dot>
 void attend_group(QueryState* qs, float scale, const Chunks<T>& ctx) {
   int chunks = 0;
   for (int i = 0; i < NQ; ++i) chunks = std::max(chunks, qs[i].pos / kChunk + 1);
-  attend_range<NQ, C, DV>(qs, scale, ctx, 0, chunks);
+  alignas(64) uint32_t qp[NQ][DV * 8];
+  if constexpr (Dot) query_pairs<NQ, DV>(qs, qp);
+  attend_range<NQ, C, DV, T, Dot>(qs, qp, scale, ctx, 0, chunks);
 }
 
 // Lane i (i < 8) of the result: v[i]'s 16 lanes reduced by op in tree_sum16's order (o, o + 8),
@@ -287,11 +416,16 @@ inline void softmax_eight(const QueryState* qs, const float (*s)[8][kChunk], int
 
 // score_chunks for 8 queries and NC chunks, stored as s[c][i] (16 lanes). Two chunks give 16
 // independent FMA chains, where one chunk's 8 leave the FMA units waiting on their latency.
-template <int NC, int DV, typename T>
-[[gnu::always_inline]] inline void score_eight(const QueryState* qs, const Chunks<T>& ctx, int ch,
-                                               int chunks, float (*s)[8][kChunk]) {
+template <int NC, int DV, typename T, bool Dot>
+[[gnu::always_inline]] inline void score_eight(const QueryState* qs, const uint32_t (*qp)[DV * 8],
+                                               const Chunks<T>& ctx, int ch, int chunks,
+                                               float (*s)[8][kChunk]) {
   __m512 sum[8][NC];
-  score_chunks<8, NC, DV>(qs, ctx, ch, chunks, sum);
+  if constexpr (Dot) {
+    score_chunks_dot<8, NC, DV>(qp, ctx, ch, chunks, sum);
+  } else {
+    score_chunks<8, NC, DV>(qs, ctx, ch, chunks, sum);
+  }
   for (int c = 0; c < NC; ++c) {
     for (int i = 0; i < 8; ++i) _mm512_store_ps(s[c][i], sum[i][c]);
   }
@@ -300,22 +434,29 @@ template <int NC, int DV, typename T>
 // Chunks per phase of attend_eight.
 constexpr int kPhaseChunks = 4;
 
-// One phase's softmax weights and corrections, chunk by chunk.
+// One phase's softmax weights and corrections, chunk by chunk (pb: the weights in bf16, for the
+// dot products).
 struct PhaseWeights {
   alignas(64) float p[kPhaseChunks][8][kChunk];
+  alignas(64) uint16_t pb[kPhaseChunks][8][kChunk];
   alignas(64) float correction[kPhaseChunks][kChunk];
 };
 
 // add_chunk_values over the n chunks of a phase for queries [i0, i0 + QB) of the 8, acc held in
 // registers from the first chunk to the last (the same operations, without the round trips).
-template <int QB, int DV, typename T>
+template <int QB, int DV, typename T, bool Dot>
 [[gnu::always_inline]] inline void accumulate_phase(QueryState* qs, const PhaseWeights& w, int i0,
                                                     const Chunks<T>& ctx, int ch0, int n) {
   __m512 acc[QB][DV];
   load_acc(qs + i0, acc);
-  for (int c = 0; c < n; ++c)
-    add_chunk_values<QB, DV>(acc, w.p[c] + i0, w.correction[c] + i0, ctx.v[ch0 + c],
-                             value_scales(ctx, ch0 + c));
+  for (int c = 0; c < n; ++c) {
+    if constexpr (Dot) {
+      add_chunk_values_dot<QB, DV>(acc, w.pb[c] + i0, w.correction[c] + i0, ctx.v[ch0 + c]);
+    } else {
+      add_chunk_values<QB, DV>(acc, w.p[c] + i0, w.correction[c] + i0, ctx.v[ch0 + c],
+                               value_scales(ctx, ch0 + c));
+    }
+  }
   store_acc(qs + i0, acc);
 }
 
@@ -324,7 +465,7 @@ template <int QB, int DV, typename T>
 // then their value products. Each phase is a run of independent work; interleaved chunk by
 // chunk, the softmax's dependent chain held the FMA units up (BM_PagedAttention, 512 queries
 // over 512 positions, 2 threads: 6.0-6.2 -> 5.4 ms; the paired softmax, one thread, 4-7 % more).
-template <int DV, typename T>
+template <int DV, typename T, bool Dot>
 void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
   int chunks = 0;
   for (int i = 0; i < 8; ++i) chunks = std::max(chunks, qs[i].pos / kChunk + 1);
@@ -334,19 +475,22 @@ void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
     sum_of[i] = qs[i].running_sum;
   }
   EightState st{_mm512_load_ps(max_of), _mm512_load_ps(sum_of)};
+  alignas(64) uint32_t qp[8][DV * 8];
+  if constexpr (Dot) query_pairs<8, DV>(qs, qp);
   constexpr int QB = 8 < 16 / DV ? 8 : 16 / DV;
   alignas(64) float s[kPhaseChunks][8][kChunk];
   PhaseWeights w;
   for (int ch0 = 0; ch0 < chunks; ch0 += kPhaseChunks) {
     const int n = std::min(kPhaseChunks, chunks - ch0);
     int c = 0;
-    for (; c + 2 <= n; c += 2) score_eight<2, DV>(qs, ctx, ch0 + c, chunks, s + c);
-    if (c < n) score_eight<1, DV>(qs, ctx, ch0 + c, chunks, s + c);
+    for (; c + 2 <= n; c += 2) score_eight<2, DV, T, Dot>(qs, qp, ctx, ch0 + c, chunks, s + c);
+    if (c < n) score_eight<1, DV, T, Dot>(qs, qp, ctx, ch0 + c, chunks, s + c);
     for (c = 0; c + 2 <= n; c += 2)
       softmax_eight<2>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
     if (c < n)
       softmax_eight<1>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
-    for (int i = 0; i < 8; i += QB) accumulate_phase<QB, DV>(qs, w, i, ctx, ch0, n);
+    for (c = 0; c < n; ++c) round_weights<T, Dot>(w.p[c], w.pb[c], 8);
+    for (int i = 0; i < 8; i += QB) accumulate_phase<QB, DV, T, Dot>(qs, w, i, ctx, ch0, n);
   }
   _mm512_store_ps(max_of, st.max);
   _mm512_store_ps(sum_of, st.sum);
@@ -356,19 +500,35 @@ void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
   }
 }
 
-template <int DV, typename T>
+template <int DV, typename T, bool Dot>
 void attend_all(QueryState* qs, int nq, float scale, const Chunks<T>& ctx) {
   int i = 0;
-  for (; i + 8 <= nq; i += 8) attend_eight<DV>(qs + i, scale, ctx);
+  for (; i + 8 <= nq; i += 8) attend_eight<DV, T, Dot>(qs + i, scale, ctx);
   if (nq - i >= 4) {
-    attend_group<4, 2, DV>(qs + i, scale, ctx);
+    attend_group<4, 2, DV, T, Dot>(qs + i, scale, ctx);
     i += 4;
   }
   if (nq - i >= 2) {
-    attend_group<2, 4, DV>(qs + i, scale, ctx);
+    attend_group<2, 4, DV, T, Dot>(qs + i, scale, ctx);
     i += 2;
   }
-  if (nq - i >= 1) attend_group<1, 8, DV>(qs + i, scale, ctx);
+  if (nq - i >= 1) attend_group<1, 8, DV, T, Dot>(qs + i, scale, ctx);
+}
+
+template <typename T, bool Dot>
+void attend_any(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx) {
+  switch (D) {
+    case 16:
+      return attend_all<1, T, Dot>(qs, nq, scale, ctx);
+    case 32:
+      return attend_all<2, T, Dot>(qs, nq, scale, ctx);
+    case 64:
+      return attend_all<4, T, Dot>(qs, nq, scale, ctx);
+    case 128:
+      return attend_all<8, T, Dot>(qs, nq, scale, ctx);
+    default:
+      attend_queries_portable(qs, nq, D, scale, ctx);
+  }
 }
 
 }  // namespace
@@ -377,20 +537,22 @@ bool avx512_attention_handles(int D) {
   return D == 16 || D == 32 || D == 64 || D == 128;
 }
 
+void round_queries_avx512(const float* q, int n, float* out) {
+  for (int i = 0; i < n; i += 16) {
+    const auto lanes = static_cast<__mmask16>(n - i >= 16 ? 0xFFFF : (1u << (n - i)) - 1u);
+    _mm512_mask_storeu_ps(out + i, lanes,
+                          bf16_flushed_widened(_mm512_maskz_loadu_ps(lanes, q + i)));
+  }
+}
+
 template <typename T>
 void attend_queries_avx512(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx) {
-  switch (D) {
-    case 16:
-      return attend_all<1>(qs, nq, scale, ctx);
-    case 32:
-      return attend_all<2>(qs, nq, scale, ctx);
-    case 64:
-      return attend_all<4>(qs, nq, scale, ctx);
-    case 128:
-      return attend_all<8>(qs, nq, scale, ctx);
-    default:
-      attend_queries_portable(qs, nq, D, scale, ctx);
-  }
+  attend_any<T, false>(qs, nq, D, scale, ctx);
+}
+
+void attend_queries_avx512_dot(QueryState* qs, int nq, int D, float scale,
+                               const Chunks<uint16_t>& ctx) {
+  attend_any<uint16_t, true>(qs, nq, D, scale, ctx);
 }
 
 template void attend_queries_avx512(QueryState*, int, int, float, const Chunks<float>&);

@@ -1,10 +1,12 @@
 // The reference order of attention_tile.h in plain C++: the generic path, and the one the
 // vector paths are tested against bit for bit.
+#include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
+#include "kernels/cpu/bf16_rounding.h"
 
 namespace pagedllm::cpu::attention {
 
@@ -13,14 +15,35 @@ namespace {
 inline float widen(float x) {
   return x;
 }
-inline float widen(uint16_t x) {
-  return bf16_to_f32(x);
+inline float widen(uint16_t x) {  // as vdpbf16ps reads it: a denormal is zero
+  return bf16_to_f32(bf16_flushed_bits(x));
 }
 inline float widen(uint8_t x) {
   return fp8_e4m3_to_f32(x);
 }
 inline float widen(int8_t x) {  // a q8_0 code, scaled by the caller
   return static_cast<float>(x);
+}
+
+// A result as the bf16 order gives it: denormals flushed (MXCSR does it for the vector paths;
+// this also holds where std::fma is a library call).
+template <typename T>
+inline float flushed(float v) {
+  if constexpr (kIsBf16<T>) {
+    if (std::fpclassify(v) == FP_SUBNORMAL) return std::copysign(0.0f, v);
+  }
+  return v;
+}
+
+// Products in attention_tile.h's order for T: 0..n-1, or the bf16 pairs' (for n odd, the last
+// element alone).
+template <typename T, typename F>
+inline void for_each_product(int n, F&& f) {
+  const int end = kIsBf16<T> ? n + n % 2 : n;
+  for (int i = 0; i < end; ++i) {
+    const int j = product_order<T>(i);
+    if (j < n) f(j);
+  }
 }
 
 template <typename T>
@@ -31,13 +54,13 @@ template <typename T>
     const T* kt = ctx.k[ch];
     const T* vt = ctx.v[ch];
     float s[kChunk] = {};
-    for (int d = 0; d < D; ++d) {
+    for_each_product<T>(D, [&](int d) {
       for (int o = 0; o < kChunk; ++o) {
         float k = widen(kt[d * ctx.ldk + o]);
         if constexpr (kIsQ8<T>) k *= f16_to_f32(ctx.ks[ch][d / kQ8Group * ctx.ldk + o]);
-        s[o] = std::fma(qs.q[d], k, s[o]);
+        s[o] = flushed<T>(std::fma(qs.q[d], k, s[o]));
       }
-    }
+    });
     const int first = ch * kChunk;
     float chunk_max = kNegInf;
     for (int o = 0; o < kChunk; ++o) {
@@ -54,14 +77,17 @@ template <typename T>
     qs.running_sum = std::fma(qs.running_sum, correction, tree_sum16(sum_terms));
     qs.running_max = new_max;
     for (int d = 0; d < D; ++d) qs.acc[d] *= correction;
-    for (int o = 0; o < kChunk; ++o) {
+    if constexpr (kIsBf16<T>) {
+      for (float& w : p) w = bf16_flushed_widened(w);
+    }
+    for_each_product<T>(kChunk, [&](int o) {
       for (int d = 0; d < D; ++d) {
         float v = widen(vt[o * D + d]);
         if constexpr (kIsQ8<T>)
           v *= f16_to_f32(ctx.vs[ch][o * ((D + kQ8Group - 1) / kQ8Group) + d / kQ8Group]);
-        qs.acc[d] = std::fma(p[o], v, qs.acc[d]);
+        qs.acc[d] = flushed<T>(std::fma(p[o], v, qs.acc[d]));
       }
-    }
+    });
   }
 }
 
@@ -87,6 +113,10 @@ __attribute__((target_clones("arch=x86-64-v3", "default"))) void attend_all_q8_0
 }
 
 }  // namespace
+
+void round_queries_portable(const float* q, int n, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = bf16_flushed_widened(q[i]);
+}
 
 template <typename T>
 void attend_queries_portable(QueryState* qs, int nq, int D, float scale, const Chunks<T>& ctx) {

@@ -30,14 +30,13 @@
 // across batch sizes and between the generic, AVX2 and AVX-512 paths.
 #pragma once
 
-#include <xmmintrin.h>
-
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/bf16_activations.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/flush_denormals.h"
 #include "kernels/cpu/packed_matrix.h"
 #include "kernels/cpu/quantized_activations.h"
 
@@ -133,26 +132,6 @@ inline int row_tile_begin(int M, int tiles, int t) {
 // TileArgs::quads wants them, tile t's block at row_tile_begin(M, tiles, t) * K / 4 of out.
 void interleave_quads(const QuantizedActivations& xq, int tiles, std::vector<int32_t>& out);
 
-// MXCSR's flush-to-zero and denormals-are-zero for this thread, for the scope's lifetime: how a
-// bf16 tile without vdpbf16ps gets its flushing. A scope that finds them set already changes
-// nothing, so gemm_packed sets them once per thread and call rather than once per tile.
-class FlushDenormals {
- public:
-  explicit FlushDenormals(bool enable = true) : saved_(_mm_getcsr()) {
-    changed_ = enable && (saved_ & kBoth) != kBoth;
-    if (changed_) _mm_setcsr(saved_ | kBoth);
-  }
-  ~FlushDenormals() {
-    if (changed_) _mm_setcsr(saved_);
-  }
-  FlushDenormals(const FlushDenormals&) = delete;
-  FlushDenormals& operator=(const FlushDenormals&) = delete;
-
- private:
-  static constexpr unsigned kBoth = 0x8000 | 0x40;  // FTZ | DAZ
-  unsigned saved_;
-  bool changed_;
-};
 void gemm_tile_avx2(const TileArgs& a);
 void gemm_tile_avx512(const TileArgs& a);
 // bf16 weights with AVX512-BF16 dot products.

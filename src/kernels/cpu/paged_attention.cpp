@@ -11,6 +11,7 @@
 #include "format/dequant.h"
 #include "kernels/cpu/attention_tile.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/flush_denormals.h"
 #include "kernels/cpu/kv_store.h"
 
 namespace pagedllm::cpu {
@@ -357,14 +358,35 @@ class ChunkLocator {
 
 template <typename T>
 using AttendFn = void (*)(QueryState*, int, int, float, const Chunks<T>&);
+using RoundFn = void (*)(const float*, int, float*);
+
+// The kernel for the CPU and head size, and for a bf16 cache whose kernel takes the queries
+// rounded (attention_tile.h), the rounding on the widest path the CPU has.
+template <typename T>
+struct Kernel {
+  AttendFn<T> attend;
+  RoundFn round_queries = nullptr;
+};
 
 template <typename T>
-AttendFn<T> attention_kernel(int head_size) {
-  if (active_isa() >= Isa::kAvx512 && attention::avx512_attention_handles(head_size))
-    return attention::attend_queries_avx512<T>;
-  if (active_isa() >= Isa::kAvx2 && attention::avx2_attention_handles(head_size))
-    return attention::attend_queries_avx2<T>;
-  return attention::attend_queries_portable<T>;
+Kernel<T> attention_kernel(int head_size) {
+  const Isa isa = active_isa();
+  if constexpr (attention::kIsBf16<T>) {
+    if (isa >= Isa::kAvx512Bf16 && attention::avx512_attention_handles(head_size))
+      return {attention::attend_queries_avx512_dot};  // rounds them itself
+  }
+  Kernel<T> k{attention::attend_queries_portable<T>};
+  if (isa >= Isa::kAvx512 && attention::avx512_attention_handles(head_size)) {
+    k.attend = attention::attend_queries_avx512<T>;
+  } else if (isa >= Isa::kAvx2 && attention::avx2_attention_handles(head_size)) {
+    k.attend = attention::attend_queries_avx2<T>;
+  }
+  if constexpr (attention::kIsBf16<T>) {
+    k.round_queries = isa >= Isa::kAvx512 ? attention::round_queries_avx512
+                      : isa >= Isa::kAvx2 ? attention::round_queries_avx2
+                                          : attention::round_queries_portable;
+  }
+  return k;
 }
 
 // Per-thread buffers, reused by every (request, kv head) and every call the thread takes.
@@ -372,13 +394,14 @@ template <typename T>
 struct Workspace {
   ChunkLocator<T> chunks;
   std::vector<float> acc;
+  std::vector<float> rounded_q;  // bf16 caches: the queries rounded to bf16
   std::vector<QueryState> qs;
 };
 
 // All query tokens of one request for the query heads of one kv head: the context's chunks are
 // located once and shared by every token and head of the group.
 template <typename T>
-void attend_group(AttendFn<T> attend, const float* q, int num_heads, int kv_head, int group,
+void attend_group(const Kernel<T>& kernel, const float* q, int num_heads, int kv_head, int group,
                   int begin, int end, std::span<const int32_t> positions, const int32_t* blocks,
                   const KVCacheLayer& cache, float scale, float* out, Workspace<T>& ws) {
   const int D = cache.spec.head_size;
@@ -388,15 +411,26 @@ void attend_group(AttendFn<T> attend, const float* q, int num_heads, int kv_head
   const int num_queries = (end - begin) * group;
   ws.acc.assign(static_cast<size_t>(num_queries) * D, 0.0f);
   ws.qs.clear();
+  if (kernel.round_queries) {
+    // The group's queries of each token are side by side in q: one rounding per token.
+    ws.rounded_q.resize(static_cast<size_t>(num_queries) * D);
+    for (int t = begin; t < end; ++t) {
+      kernel.round_queries(
+          q + (static_cast<size_t>(t) * num_heads + static_cast<size_t>(kv_head) * group) * D,
+          group * D, ws.rounded_q.data() + static_cast<size_t>(t - begin) * group * D);
+    }
+  }
   for (int t = begin; t < end; ++t) {
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h) {
       const size_t offset = (static_cast<size_t>(t) * num_heads + h) * D;
-      ws.qs.push_back({q + offset, positions[static_cast<size_t>(t)],
+      const float* query =
+          kernel.round_queries ? ws.rounded_q.data() + ws.qs.size() * D : q + offset;
+      ws.qs.push_back({query, positions[static_cast<size_t>(t)],
                        -std::numeric_limits<float>::infinity(), 0.0f,
                        ws.acc.data() + ws.qs.size() * static_cast<size_t>(D)});
     }
   }
-  attend(ws.qs.data(), num_queries, D, scale, ctx);
+  kernel.attend(ws.qs.data(), num_queries, D, scale, ctx);
   size_t k = 0;
   for (int t = begin; t < end; ++t) {
     for (int h = kv_head * group; h < (kv_head + 1) * group; ++h, ++k) {
@@ -413,7 +447,7 @@ void paged_attention_impl(const float* q, int num_heads, const AttentionBatch& b
   const auto& s = cache.spec;
   const int group = num_heads / s.num_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_size));
-  const AttendFn<T> kernel = attention_kernel<T>(s.head_size);
+  const Kernel<T> kernel = attention_kernel<T>(s.head_size);
   // (request, kv head) items claimed one at a time from a shared counter: OpenMP's dynamic
   // schedule costs a dispatch call per item and a barrier more, each a noticeable part of a
   // small model's decode step.
@@ -423,6 +457,7 @@ void paged_attention_impl(const float* q, int num_heads, const AttentionBatch& b
   {
     // thread_local: the buffers outlive the call, so a step's layers allocate nothing.
     thread_local Workspace<T> ws;
+    const FlushDenormals flush(attention::kIsBf16<T>);  // the bf16 order's flushing
     for (int i = claimed.fetch_add(1, std::memory_order_relaxed); i < items;
          i = claimed.fetch_add(1, std::memory_order_relaxed)) {
       const int r = i / s.num_kv_heads, g = i % s.num_kv_heads;
