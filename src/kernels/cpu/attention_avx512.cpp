@@ -6,7 +6,7 @@
 // chunks (fewer where fewer are left), and every K and V vector loaded is used by all the queries
 // of the group.
 //
-// Prefill's groups of 8 run in phases of a few chunks (attend_eight): the scores of all of them
+// Prefill's groups of 8 run in phases of a few chunks (attend_phased): the scores of all of them
 // (two chunks at a time, 16 chains), then their softmax (a long dependent chain of max, exp and
 // sum per chunk, two chunks side by side, with the 8 queries' maxima, sums and corrections
 // reduced side by side in one vector), then their value products, with each query's accumulator
@@ -369,24 +369,29 @@ struct EightState {
   __m512 max, sum;
 };
 
-// softmax_update for 8 queries at once, op for op per query, over NC consecutive chunks from
-// position `first`: lane i of max and sum, p[c][i] and correction[c][i] get exactly what
-// softmax_update gives query i chunk after chunk. Only max and sum carry from one chunk to the
-// next, so the chunks' reductions and exps are issued side by side (NC = 2: independent work
-// for the dependent chain of each).
-template <int NC>
+// softmax_update for NQ <= 8 queries at once, op for op per query, over NC consecutive chunks
+// from position `first`: lane i of max and sum, p[c][i] and correction[c][i] get exactly what
+// softmax_update gives query i chunk after chunk (lanes NQ..7 see empty chunks: max 0, sum 0).
+// Only max and sum carry from one chunk to the next, so the chunks' reductions and exps are
+// issued side by side (NC = 2: independent work for the dependent chain of each).
+template <int NQ, int NC>
 inline void softmax_eight(const QueryState* qs, const float (*s)[8][kChunk], int first, float scale,
                           EightState& st, float (*p)[8][kChunk], float (*correction)[kChunk]) {
   const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   __mmask16 valid[NC][8];
   __m512 scaled[NC][8];
   for (int c = 0; c < NC; ++c) {
     for (int i = 0; i < 8; ++i) {
+      if (i >= NQ) {
+        valid[c][i] = 0;
+        scaled[c][i] = neg_inf;
+        continue;
+      }
       valid[c][i] =
           _mm512_cmple_epi32_mask(lane, _mm512_set1_epi32(qs[i].pos - first - c * kChunk));
       scaled[c][i] =
-          _mm512_mask_mul_ps(_mm512_set1_ps(-std::numeric_limits<float>::infinity()), valid[c][i],
-                             _mm512_load_ps(s[c][i]), _mm512_set1_ps(scale));
+          _mm512_mask_mul_ps(neg_inf, valid[c][i], _mm512_load_ps(s[c][i]), _mm512_set1_ps(scale));
     }
   }
   __m512 corrections[NC];
@@ -405,6 +410,10 @@ inline void softmax_eight(const QueryState* qs, const float (*s)[8][kChunk], int
   for (int c = 0; c < NC; ++c) {
     __m512 e[8];
     for (int i = 0; i < 8; ++i) {
+      if (i >= NQ) {
+        e[i] = _mm512_setzero_ps();
+        continue;
+      }
       e[i] = _mm512_maskz_mov_ps(valid[c][i], cpu::exp_nonpositive(_mm512_sub_ps(
                                                   scaled[c][i], _mm512_set1_ps(max_of[c][i]))));
       _mm512_store_ps(p[c][i], e[i]);
@@ -414,39 +423,42 @@ inline void softmax_eight(const QueryState* qs, const float (*s)[8][kChunk], int
   for (int c = 0; c < NC; ++c) st.sum = _mm512_fmadd_ps(st.sum, corrections[c], sums[c]);
 }
 
-// score_chunks for 8 queries and NC chunks, stored as s[c][i] (16 lanes). Two chunks give 16
-// independent FMA chains, where one chunk's 8 leave the FMA units waiting on their latency.
-template <int NC, int DV, typename T, bool Dot>
-[[gnu::always_inline]] inline void score_eight(const QueryState* qs, const uint32_t (*qp)[DV * 8],
+// score_chunks for NQ queries and NC chunks, stored as s[c][i] (16 lanes). NQ * NC = 16
+// independent chains, where 8 leave the FMA units waiting on their latency.
+template <int NQ, int NC, int DV, typename T, bool Dot>
+[[gnu::always_inline]] inline void score_phase(const QueryState* qs, const uint32_t (*qp)[DV * 8],
                                                const Chunks<T>& ctx, int ch, int chunks,
                                                float (*s)[8][kChunk]) {
-  __m512 sum[8][NC];
+  __m512 sum[NQ][NC];
   if constexpr (Dot) {
-    score_chunks_dot<8, NC, DV>(qp, ctx, ch, chunks, sum);
+    score_chunks_dot<NQ, NC, DV>(qp, ctx, ch, chunks, sum);
   } else {
-    score_chunks<8, NC, DV>(qs, ctx, ch, chunks, sum);
+    score_chunks<NQ, NC, DV>(qs, ctx, ch, chunks, sum);
   }
   for (int c = 0; c < NC; ++c) {
-    for (int i = 0; i < 8; ++i) _mm512_store_ps(s[c][i], sum[i][c]);
+    for (int i = 0; i < NQ; ++i) _mm512_store_ps(s[c][i], sum[i][c]);
   }
 }
 
-// Chunks per phase of attend_eight.
-constexpr int kPhaseChunks = 4;
+// Chunks per phase of attend_phased for NQ queries: at least 4, and one score pass of 16
+// chains.
+template <int NQ>
+constexpr int kPhaseChunks = std::max(4, 16 / NQ);
 
 // One phase's softmax weights and corrections, chunk by chunk (pb: the weights in bf16, for the
 // dot products).
+template <int P>
 struct PhaseWeights {
-  alignas(64) float p[kPhaseChunks][8][kChunk];
-  alignas(64) uint16_t pb[kPhaseChunks][8][kChunk];
-  alignas(64) float correction[kPhaseChunks][kChunk];
+  alignas(64) float p[P][8][kChunk];
+  alignas(64) uint16_t pb[P][8][kChunk];
+  alignas(64) float correction[P][kChunk];
 };
 
-// add_chunk_values over the n chunks of a phase for queries [i0, i0 + QB) of the 8, acc held in
+// add_chunk_values over the n chunks of a phase for queries [i0, i0 + QB), acc held in
 // registers from the first chunk to the last (the same operations, without the round trips).
-template <int QB, int DV, typename T, bool Dot>
-[[gnu::always_inline]] inline void accumulate_phase(QueryState* qs, const PhaseWeights& w, int i0,
-                                                    const Chunks<T>& ctx, int ch0, int n) {
+template <int QB, int DV, typename T, bool Dot, int P>
+[[gnu::always_inline]] inline void accumulate_phase(QueryState* qs, const PhaseWeights<P>& w,
+                                                    int i0, const Chunks<T>& ctx, int ch0, int n) {
   __m512 acc[QB][DV];
   load_acc(qs + i0, acc);
   for (int c = 0; c < n; ++c) {
@@ -460,41 +472,59 @@ template <int QB, int DV, typename T, bool Dot>
   store_acc(qs + i0, acc);
 }
 
-// 8 queries over the chunks the furthest of them reaches, the same arithmetic as
-// attend_group<8, 1>, in phases of kPhaseChunks chunks: all their scores, then their softmax,
-// then their value products. Each phase is a run of independent work; interleaved chunk by
-// chunk, the softmax's dependent chain held the FMA units up (BM_PagedAttention, 512 queries
-// over 512 positions, 2 threads: 6.0-6.2 -> 5.4 ms; the paired softmax, one thread, 4-7 % more).
-template <int DV, typename T, bool Dot>
-void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
+// The scores of chunks ch0 .. ch0 + n - 1 (n <= the phase's length) in passes of NC chunks,
+// then of NC / 2, NC / 4, ... for the rest.
+template <int NQ, int NC, int DV, typename T, bool Dot>
+[[gnu::always_inline]] inline void score_range(const QueryState* qs, const uint32_t (*qp)[DV * 8],
+                                               const Chunks<T>& ctx, int ch0, int n, int chunks,
+                                               float (*s)[8][kChunk]) {
+  int c = 0;
+  for (; c + NC <= n; c += NC) score_phase<NQ, NC, DV, T, Dot>(qs, qp, ctx, ch0 + c, chunks, s + c);
+  if constexpr (NC > 1) {
+    if (c < n) score_range<NQ, NC / 2, DV, T, Dot>(qs, qp, ctx, ch0 + c, n - c, chunks, s + c);
+  }
+}
+
+// NQ (2, 4 or 8) queries over the chunks the furthest of them reaches, the same arithmetic as
+// attend_group<NQ, C>, in phases of a few chunks: all their scores, then their softmax, then
+// their value products. Each phase is a run of independent work; interleaved chunk by chunk,
+// the softmax's dependent chain held the FMA units up (BM_PagedAttention, 512 queries over 512
+// positions, 2 threads: 6.0-6.2 -> 5.4 ms; the paired softmax, one thread, 4-7 % more). A
+// decode step of a model whose kv heads serve 2 or 4 query heads each runs here too: there the
+// queries' softmax, one scalar chain per query and chunk in attend_strip, was most of the time
+// (BM_PagedAttention ctx 4096, 8 kv heads of 4 queries, 2 threads, alternating, Zen 5: f32
+// 195-218 -> 160-202 us, bf16 152-165 -> 112-139, q8_0 177-217 -> 159-201).
+template <int NQ, int DV, typename T, bool Dot>
+void attend_phased(QueryState* qs, float scale, const Chunks<T>& ctx) {
+  static_assert(NQ == 2 || NQ == 4 || NQ == 8);
+  constexpr int P = kPhaseChunks<NQ>, NC = 16 / NQ;
   int chunks = 0;
-  for (int i = 0; i < 8; ++i) chunks = std::max(chunks, qs[i].pos / kChunk + 1);
+  for (int i = 0; i < NQ; ++i) chunks = std::max(chunks, qs[i].pos / kChunk + 1);
   alignas(64) float max_of[kChunk] = {}, sum_of[kChunk] = {};
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < NQ; ++i) {
     max_of[i] = qs[i].running_max;
     sum_of[i] = qs[i].running_sum;
   }
   EightState st{_mm512_load_ps(max_of), _mm512_load_ps(sum_of)};
-  alignas(64) uint32_t qp[8][DV * 8];
-  if constexpr (Dot) query_pairs<8, DV>(qs, qp);
-  constexpr int QB = 8 < 16 / DV ? 8 : 16 / DV;
-  alignas(64) float s[kPhaseChunks][8][kChunk];
-  PhaseWeights w;
-  for (int ch0 = 0; ch0 < chunks; ch0 += kPhaseChunks) {
-    const int n = std::min(kPhaseChunks, chunks - ch0);
+  alignas(64) uint32_t qp[NQ][DV * 8];
+  if constexpr (Dot) query_pairs<NQ, DV>(qs, qp);
+  constexpr int QB = NQ < 16 / DV ? NQ : 16 / DV;
+  alignas(64) float s[P][8][kChunk];
+  PhaseWeights<P> w;
+  for (int ch0 = 0; ch0 < chunks; ch0 += P) {
+    const int n = std::min(P, chunks - ch0);
+    score_range<NQ, NC, DV, T, Dot>(qs, qp, ctx, ch0, n, chunks, s);
     int c = 0;
-    for (; c + 2 <= n; c += 2) score_eight<2, DV, T, Dot>(qs, qp, ctx, ch0 + c, chunks, s + c);
-    if (c < n) score_eight<1, DV, T, Dot>(qs, qp, ctx, ch0 + c, chunks, s + c);
-    for (c = 0; c + 2 <= n; c += 2)
-      softmax_eight<2>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
+    for (; c + 2 <= n; c += 2)
+      softmax_eight<NQ, 2>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
     if (c < n)
-      softmax_eight<1>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
-    for (c = 0; c < n; ++c) round_weights<T, Dot>(w.p[c], w.pb[c], 8);
-    for (int i = 0; i < 8; i += QB) accumulate_phase<QB, DV, T, Dot>(qs, w, i, ctx, ch0, n);
+      softmax_eight<NQ, 1>(qs, s + c, (ch0 + c) * kChunk, scale, st, w.p + c, w.correction + c);
+    for (c = 0; c < n; ++c) round_weights<T, Dot>(w.p[c], w.pb[c], NQ);
+    for (int i = 0; i < NQ; i += QB) accumulate_phase<QB, DV, T, Dot>(qs, w, i, ctx, ch0, n);
   }
   _mm512_store_ps(max_of, st.max);
   _mm512_store_ps(sum_of, st.sum);
-  for (int i = 0; i < 8; ++i) {
+  for (int i = 0; i < NQ; ++i) {
     qs[i].running_max = max_of[i];
     qs[i].running_sum = sum_of[i];
   }
@@ -503,13 +533,13 @@ void attend_eight(QueryState* qs, float scale, const Chunks<T>& ctx) {
 template <int DV, typename T, bool Dot>
 void attend_all(QueryState* qs, int nq, float scale, const Chunks<T>& ctx) {
   int i = 0;
-  for (; i + 8 <= nq; i += 8) attend_eight<DV, T, Dot>(qs + i, scale, ctx);
+  for (; i + 8 <= nq; i += 8) attend_phased<8, DV, T, Dot>(qs + i, scale, ctx);
   if (nq - i >= 4) {
-    attend_group<4, 2, DV, T, Dot>(qs + i, scale, ctx);
+    attend_phased<4, DV, T, Dot>(qs + i, scale, ctx);
     i += 4;
   }
   if (nq - i >= 2) {
-    attend_group<2, 4, DV, T, Dot>(qs + i, scale, ctx);
+    attend_phased<2, DV, T, Dot>(qs + i, scale, ctx);
     i += 2;
   }
   if (nq - i >= 1) attend_group<1, 8, DV, T, Dot>(qs + i, scale, ctx);

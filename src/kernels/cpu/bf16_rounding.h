@@ -27,11 +27,12 @@ static inline __m512 bf16_flushed_widened(__m512 x) {
   const __m512i bits = _mm512_castps_si512(x);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
   // The zero-masked shift: the unmasked one trips g++ 12's -Wmaybe-uninitialized.
-  const __m512i lsb = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, bits, 16),
-                                       _mm512_set1_epi32(1));
+  const __m512i lsb =
+      _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, bits, 16), _mm512_set1_epi32(1));
   const __m512i rounded = _mm512_and_si512(
       _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))), high);
-  const __m512i quieted = _mm512_and_si512(_mm512_or_si512(bits, _mm512_set1_epi32(0x400000)), high);
+  const __m512i quieted =
+      _mm512_and_si512(_mm512_or_si512(bits, _mm512_set1_epi32(0x400000)), high);
   const __m512i sign = _mm512_and_si512(bits, _mm512_set1_epi32(static_cast<int>(0x80000000u)));
   const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
   const __mmask16 tiny =
@@ -48,12 +49,14 @@ static inline __m256 bf16_flushed_widened(__m256 x) {
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
   const __m256i rounded = _mm256_and_si256(
       _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))), high);
-  const __m256i quieted = _mm256_and_si256(_mm256_or_si256(bits, _mm256_set1_epi32(0x400000)), high);
+  const __m256i quieted =
+      _mm256_and_si256(_mm256_or_si256(bits, _mm256_set1_epi32(0x400000)), high);
   const __m256i sign = _mm256_and_si256(bits, _mm256_set1_epi32(static_cast<int>(0x80000000u)));
   const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  const __m256i tiny =
-      _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7F800000)), _mm256_setzero_si256());
-  const __m256 normal = _mm256_blendv_ps(_mm256_castsi256_ps(rounded), _mm256_castsi256_ps(quieted), nan);
+  const __m256i tiny = _mm256_cmpeq_epi32(_mm256_and_si256(bits, _mm256_set1_epi32(0x7F800000)),
+                                          _mm256_setzero_si256());
+  const __m256 normal =
+      _mm256_blendv_ps(_mm256_castsi256_ps(rounded), _mm256_castsi256_ps(quieted), nan);
   return _mm256_blendv_ps(normal, _mm256_castsi256_ps(sign), _mm256_castsi256_ps(tiny));
 }
 #endif
