@@ -247,8 +247,7 @@ template <int NQ, int C, int D, typename T>
         scale[c][1] = load8_f16(row + 8);
       }
     }
-    for (int i = d0; i < d0 + kGroup; ++i) {
-      const int d = product_order<T>(i);
+    const auto row_step = [&](int d) {
       for (int c = 0; c < C; ++c) {
         const T* row = kt[c] + static_cast<size_t>(d) * ctx.ldk;
         _mm_prefetch(reinterpret_cast<const char*>(next_k[c] + static_cast<size_t>(d) * ctx.ldk),
@@ -265,6 +264,16 @@ template <int NQ, int C, int D, typename T>
           s[i][c][1] = _mm256_fmadd_ps(q, k1, s[i][c][1]);
         }
       }
+    };
+    // A bf16 cache's pairs, second row first, as straight code: indexing rows by d ^ 1 in one
+    // loop cost 15 % of a decode step's attention (BM_PagedAttention ctx 4096, one thread).
+    if constexpr (kIsBf16<T>) {
+      for (int d = d0; d < d0 + kGroup; d += 2) {
+        row_step(d + 1);
+        row_step(d);
+      }
+    } else {
+      for (int d = d0; d < d0 + kGroup; ++d) row_step(d);
     }
   }
 }
