@@ -34,10 +34,6 @@ namespace {
 inline __m256 load8(const float* p) {
   return _mm256_loadu_ps(p);
 }
-inline __m256 load8(const uint16_t* p) {  // bf16
-  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
-}
 // 16 bf16 widened as two halves: the even elements and the odd ones (lane l: elements 2l and
 // 2l + 1), three shifts where widening them in order takes two shuffles and two shifts. (A
 // mask for the odd ones would take a 17th register from the 6-query tile, which then spilled.)
