@@ -1,16 +1,15 @@
 // AVX-512 attention over a context's chunks, in the exact order of attention_tile.h.
 //
 // Why groups: one query's score for a chunk is a chain of D dependent FMAs, and the FMA units
-// need about 8 independent chains to stay busy. So a kernel call scores NQ queries x C chunks
-// (NQ * C = 8) at once: prefill takes 8 queries per chunk, a decode step one query over 8
-// chunks (fewer where fewer are left), and every K and V vector loaded is used by all the queries
-// of the group.
+// need several independent chains to stay busy. So a kernel call scores NQ queries x C chunks
+// at once, and every K and V vector loaded is used by all the queries of the group.
 //
-// Prefill's groups of 8 run in phases of a few chunks (attend_phased): the scores of all of them
-// (two chunks at a time, 16 chains), then their softmax (a long dependent chain of max, exp and
-// sum per chunk, two chunks side by side, with the 8 queries' maxima, sums and corrections
-// reduced side by side in one vector), then their value products, with each query's accumulator
-// held in registers across the phase.
+// Groups of 2, 4 or 8 queries of one kv head (a prompt's, or a GQA model's decode step) run in
+// phases of a few chunks (attend_phased): the scores of all of them (16 chains), then their
+// softmax (a long dependent chain of max, exp and sum per chunk, two chunks side by side, with
+// the queries' maxima, sums and corrections reduced side by side in one vector), then their
+// value products, with each query's accumulator held in registers across the phase. A query
+// alone runs in strips of up to 8 chunks (attend_one), their softmax side by side.
 //
 // GCC 12's AVX-512 headers seed masked builtins with _mm512_undefined_*(), which
 // -W(maybe-)uninitialized reports at every use (GCC bug 105593); nothing here reads an
@@ -88,6 +87,15 @@ inline float softmax_update(QueryState& qs, __m512 s, int first, float scale, fl
   return correction;
 }
 
+// acc = acc * correction, query by query: where a chunk's value products start.
+template <int QB, int DV>
+[[gnu::always_inline]] inline void scale_acc(__m512 (&acc)[QB][DV], const float* correction) {
+  for (int i = 0; i < QB; ++i) {
+    const __m512 c = _mm512_set1_ps(correction[i]);
+    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(acc[i][v], c);
+  }
+}
+
 // acc = acc * correction + sum over o of p[o] * V[o] for QB queries and one chunk, V loaded once
 // per row (vs: a q8_0 chunk's value scales, else null).
 template <int QB, int DV, typename T>
@@ -95,10 +103,7 @@ template <int QB, int DV, typename T>
                                                     const float* correction, const T* vt,
                                                     const uint16_t* vs) {
   constexpr int D = DV * 16;
-  for (int i = 0; i < QB; ++i) {
-    const __m512 c = _mm512_set1_ps(correction[i]);
-    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(acc[i][v], c);
-  }
+  scale_acc(acc, correction);
 #pragma GCC unroll 16
   for (int j = 0; j < kChunk; ++j) {
     const int o = product_order<T>(j);
@@ -261,10 +266,7 @@ template <int QB, int DV>
                                                         const float* correction,
                                                         const uint16_t* vt) {
   constexpr int D = DV * 16;
-  for (int i = 0; i < QB; ++i) {
-    const __m512 c = _mm512_set1_ps(correction[i]);
-    for (int v = 0; v < DV; ++v) acc[i][v] = _mm512_mul_ps(acc[i][v], c);
-  }
+  scale_acc(acc, correction);
 #pragma GCC unroll 8
   for (int o = 0; o < kChunk; o += 2) {
     __m512i rows[DV];
@@ -440,8 +442,8 @@ template <int NQ, int NC, int DV, typename T, bool Dot>
   }
 }
 
-// NQ (2, 4 or 8) queries over the chunks the furthest of them reaches, the same arithmetic as
-// attend_group<NQ, C>, in phases of a few chunks: all their scores, then their softmax, then
+// NQ (2, 4 or 8) queries over the chunks the furthest of them reaches, in attention_tile.h's
+// order for each, in phases of a few chunks: all their scores, then their softmax, then
 // their value products. Each phase is a run of independent work; interleaved chunk by chunk,
 // the softmax's dependent chain held the FMA units up (BM_PagedAttention, 512 queries over 512
 // positions, 2 threads: 6.0-6.2 -> 5.4 ms; the paired softmax, one thread, 4-7 % more). A
