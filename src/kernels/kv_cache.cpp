@@ -1,26 +1,9 @@
 #include "kernels/kv_cache.h"
 
-#include <algorithm>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
 namespace pagedllm {
-
-namespace {
-
-// Each thread zeroes its own share, so pages fault in on both cores at once.
-void touch_in_parallel(uint8_t* p, size_t bytes) {
-  constexpr size_t kPiece = size_t{1} << 21;
-  const auto pieces = static_cast<int64_t>((bytes + kPiece - 1) / kPiece);
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < pieces; ++i) {
-    const size_t begin = static_cast<size_t>(i) * kPiece;
-    std::memset(p + begin, 0, std::min(kPiece, bytes - begin));
-  }
-}
-
-}  // namespace
 
 PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
   if (spec.dtype != DType::kF32 && spec.dtype != DType::kBF16 && spec.dtype != DType::kF8E4M3 &&
@@ -40,8 +23,7 @@ PagedKVCache::PagedKVCache(const KVCacheSpec& spec) : spec_(spec) {
   const auto bytes = static_cast<size_t>(spec.num_blocks * spec.bytes_per_block());
   // On huge pages: one head's K and V tiles lie a block (all kv heads) apart, one 4 KiB page
   // each at llama-110m's shape.
-  storage_.reset(static_cast<uint8_t*>(allocate_maybe_huge(bytes)));
-  touch_in_parallel(storage_.get(), bytes);
+  storage_.reset(static_cast<uint8_t*>(allocate_zeroed_maybe_huge(bytes)));
 }
 
 // Layer l's region: its K elements, its V elements, then (q8_0) its K and V scales.

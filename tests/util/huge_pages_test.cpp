@@ -35,6 +35,25 @@ TEST(HugePages, SmallerBuffersKeepTheAlignmentAskedFor) {
   free_maybe_huge(allocate_maybe_huge(0));  // an empty buffer is still a buffer
 }
 
+TEST(HugePages, ZeroedBuffersAreZeroInEveryThreadsPartEvenOverReusedMemory) {
+  // Sizes around the 2 MiB parts the threads zero: a partial last part, one byte, none.
+  for (size_t bytes : {3 * kHugePageBytes + 4097, kHugePageBytes - 64, size_t{1}, size_t{0}}) {
+    // Dirty memory first, so that a reused block would show a part left unzeroed. glibc maps
+    // big blocks fresh (zeros) until freeing one raises its mmap threshold past their size: the
+    // larger block freed first makes the dirty one, and the zeroed one after it, heap memory.
+    free_maybe_huge(allocate_maybe_huge(bytes + 2 * kHugePageBytes));
+    void* dirty = allocate_maybe_huge(bytes);
+    std::memset(dirty, 0xA5, bytes);
+    free_maybe_huge(dirty);
+    auto* p = static_cast<const unsigned char*>(allocate_zeroed_maybe_huge(bytes, 4096));
+    EXPECT_EQ(address(p) % 4096, 0u) << bytes;
+    size_t nonzero = 0;
+    for (size_t i = 0; i < bytes; ++i) nonzero += p[i] != 0;
+    EXPECT_EQ(nonzero, 0u) << bytes;
+    free_maybe_huge(const_cast<unsigned char*>(p));
+  }
+}
+
 TEST(HugePages, ModelWorkspacesAndTheKvPoolOfTwoMiBOrMoreAskForThem) {
   std::vector<float, AlignedAllocator<float>> workspace(kHugePageBytes / sizeof(float));
   EXPECT_EQ(address(workspace.data()) % kHugePageBytes, 0u);

@@ -16,16 +16,14 @@ namespace pagedllm::cpu {
 
 namespace {
 
-// Zeroed, 64-byte aligned; an array of 2 MiB or more on transparent huge pages
-// (util/huge_pages.h), so that decode's one pass over the weights walks 2 MiB pages rather than
-// 4 KiB ones. llama-1b tg128, interleaved runs: q4_k_m 27.5-27.9 -> 29.0-29.9 tok/s, bf16 11.5
-// -> 12.35, q8_0 21.3 -> 21.8.
+// Zeroed (over the threads: util/huge_pages.h), 64-byte aligned; an array of 2 MiB or more on
+// transparent huge pages, so that decode's one pass over the weights walks 2 MiB pages rather
+// than 4 KiB ones. llama-1b tg128, interleaved runs: q4_k_m 27.5-27.9 -> 29.0-29.9 tok/s, bf16
+// 11.5 -> 12.35, q8_0 21.3 -> 21.8.
 template <typename T>
 T* aligned_array(size_t count) {
   const size_t bytes = std::max<size_t>(64, (count * sizeof(T) + 63) / 64 * 64);
-  void* p = allocate_maybe_huge(bytes, 64);
-  std::memset(p, 0, bytes);
-  return static_cast<T*>(p);
+  return static_cast<T*>(allocate_zeroed_maybe_huge(bytes, 64));
 }
 
 uint16_t load_u16(const uint8_t* p) {
