@@ -17,7 +17,7 @@
 #   LLAMA_SERVER_ARGS [""]          extra flags for llama.cpp's server
 #   PAGEDLLM_SERVE_ARGS [""]        extra flags for pagedllm serve
 #   PAGEDLLM [./build/pagedllm]  PAGEDLLM_ISA passed through (avx2, avx512, ...)
-#   MODELS ["llama-110m-q8_0"]      <preset>-<f32|bf16|q8_0|q4_0|q4_k_m>, made as in
+#   MODELS ["llama-110m-q8_0"]      <preset>-<f32|...|q5_k_m|q6_k>, made as in
 #                                   scripts/bench-vs-llamacpp.sh (QUANTIZE: llama.cpp's
 #                                   llama-quantize beside LLAMA_SERVER)
 #   MODEL_DIR [/tmp/bench-vs-llamacpp/models]  RESULTS [/tmp/bench-serve-vs-llamaserver]

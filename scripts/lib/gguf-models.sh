@@ -15,9 +15,9 @@ start_run() {
   : >"$out"
 }
 
-# gguf_model_file MODEL (<preset>-<f32|bf16|q8_0|q4_0|q4_k_m>) prints the file's path in
-# $MODEL_DIR, making it when missing: the preset in f32 with `$PAGEDLLM make-model`, then the
-# other formats with llama.cpp's `$QUANTIZE` (as users get them), its log in $LOG_DIR.
+# gguf_model_file MODEL (<preset>-<f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k>) prints the file's
+# path in $MODEL_DIR, making it when missing: the preset in f32 with `$PAGEDLLM make-model`, then
+# the other formats with llama.cpp's `$QUANTIZE` (as users get them), its log in $LOG_DIR.
 # Needs PAGEDLLM, MODEL_DIR, QUANTIZE (may be empty when every file is there), THREADS, LOG_DIR.
 gguf_model_file() {
   local m=$1 preset=${1%-*} dtype=${1##*-} f32 file qtype
@@ -30,7 +30,9 @@ gguf_model_file() {
   if [ ! -f "$file" ]; then
     case $dtype in
       bf16) qtype=BF16 ;; q8_0) qtype=Q8_0 ;; q4_0) qtype=Q4_0 ;; q4_k_m) qtype=Q4_K_M ;;
-      *) echo "$0: unknown format '$dtype' in $m (f32 bf16 q8_0 q4_0 q4_k_m)" >&2; exit 2 ;;
+      q5_k_m) qtype=Q5_K_M ;; q6_k) qtype=Q6_K ;;
+      *) echo "$0: unknown format '$dtype' in $m (f32 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k)" >&2
+        exit 2 ;;
     esac
     [ -n "$QUANTIZE" ] || { echo "$0: no llama-quantize to make $m" >&2; exit 2; }
     "$QUANTIZE" "$f32" "$file.tmp" "$qtype" "$THREADS" >"$LOG_DIR/quantize-$m.log" 2>&1 ||
