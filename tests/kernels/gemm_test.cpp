@@ -326,7 +326,7 @@ TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
   }
 }
 
-TEST(PackedMatrix, CodesTakeFourSixOrEightBitsAsTheirRangeNeeds) {
+TEST(PackedMatrix, CodesTakeFourFiveSixOrEightBitsAsTheirRangeNeeds) {
   std::mt19937 rng(7);
   const int K = 256;
   const Weights q4_0 = random_weights(17, K, DType::kQ4_0, rng),
@@ -339,6 +339,7 @@ TEST(PackedMatrix, CodesTakeFourSixOrEightBitsAsTheirRangeNeeds) {
     const DType dtype = w->matrix.dtype;
     const int bits = dtype == DType::kQ8_0                            ? 8
                      : dtype == DType::kQ4_0 || dtype == DType::kQ4_K ? 4
+                     : dtype == DType::kQ5_K                          ? 5
                                                                       : 6;
     EXPECT_EQ(packed.code_bits(), bits) << to_string(dtype);
     // Factored scales: per 16 outputs an f16 per super-block (32 for Q4_0 and Q8_0, 256 for
@@ -360,9 +361,13 @@ TEST(PackedMatrix, CodesTakeFourSixOrEightBitsAsTheirRangeNeeds) {
       }
     }
   }
-  // Q4_0's offset 8 pushes Q4_K's codes past 15 (but not past 63); with Q8_0 they need 8 bits.
+  // Q4_0's offset 8 pushes Q4_K's codes past 15 (but not past 31); with Q8_0 they need 8 bits.
   const PackedMatrix mixed(std::vector<const WeightMatrix*>{&q4_0.matrix, &q4_k.matrix});
-  EXPECT_EQ(mixed.code_bits(), 6);
+  EXPECT_EQ(mixed.code_bits(), 5);
+  // Q5_K beside Q6_K (as Q5_K_M stacks attn_q, attn_k and a Q6_K attn_v) shares Q6_K's 16-k
+  // sub-blocks, which 5-bit chunks of 32 k do not split: 6 bits.
+  EXPECT_EQ(PackedMatrix(std::vector<const WeightMatrix*>{&q5_k.matrix, &q6_k.matrix}).code_bits(),
+            6);
   EXPECT_EQ(PackedMatrix(std::vector<const WeightMatrix*>{&q4_k.matrix, &q8_0.matrix}).code_bits(),
             8);
   EXPECT_EQ(mixed.code_offset(), 8);

@@ -155,7 +155,7 @@ constexpr int kAmxTileRows = 16, kAmxMinRows = 8;
 void amx_release_tiles();
 
 // Calls f(mins, bits) with the packed matrix's int8 shape as compile-time constants
-// (std::bool_constant, std::integral_constant<int, 4 | 6 | 8>), so each ISA file instantiates
+// (std::bool_constant, std::integral_constant<int, 4 | 5 | 6 | 8>), so each ISA file instantiates
 // its kernel for every shape from one switch.
 template <typename F>
 void with_int8_shape(const PackedMatrix& w, F&& f) {
@@ -163,6 +163,8 @@ void with_int8_shape(const PackedMatrix& w, F&& f) {
     switch (w.code_bits()) {
       case 4:
         return f(mins, std::integral_constant<int, 4>{});
+      case 5:
+        return f(mins, std::integral_constant<int, 5>{});
       case 6:
         return f(mins, std::integral_constant<int, 6>{});
       default:

@@ -1,5 +1,5 @@
 // Pieces shared by the AVX-512 int8 tiles (VNNI and AMX): the code unpacking of PackedMatrix's
-// 4- and 6-bit panels, the sub-block scales and the per-super-block epilogue of gemm.h. Include
+// 4-, 5- and 6-bit panels, the sub-block scales and the per-super-block epilogue of gemm.h. Include
 // only from files compiled with AVX-512 F/BW/VL.
 #pragma once
 
@@ -39,6 +39,33 @@ inline void unpack_six_bits(const uint8_t* chunk, __m512i (&codes)[4]) {
   codes[1] = join(_mm512_srli_epi16(n0, 4), _mm512_slli_epi16(h, 2));
   codes[2] = join(n1, h);
   codes[3] = join(_mm512_srli_epi16(n1, 4), _mm512_srli_epi16(h, 2));
+}
+
+// K-group G (0..7) of a 5-bit chunk (32 k of 16 outputs, 320 bytes) as a u8 line, from the
+// nibble line that holds it (G / 2: the low nibbles for even G) and the top-bit line (bit G).
+// The 16-bit shifts carry no bit of one byte into the other's bit 4 (at most 4 left, 3 right).
+template <int G>
+inline __m512i five_bit_group(__m512i nibbles, __m512i tops) {
+  const __m512i low_nibbles = _mm512_set1_epi8(0x0F), top_bit = _mm512_set1_epi8(0x10);
+  const __m512i nibble = G % 2 ? _mm512_srli_epi16(nibbles, 4) : nibbles;
+  const __m512i top = G < 4 ? _mm512_slli_epi16(tops, 4 - G) : _mm512_srli_epi16(tops, G - 4);
+  // nibble | (top & 0x10) in one ternary-logic op.
+  return _mm512_ternarylogic_epi32(_mm512_and_si512(nibble, low_nibbles), top, top_bit, 0xF8);
+}
+
+// A whole 5-bit chunk as eight u8 lines, k-groups 0..7.
+inline void unpack_five_bits(const uint8_t* chunk, __m512i (&codes)[8]) {
+  const __m512i tops = _mm512_load_si512(chunk + 256);
+  const __m512i n0 = _mm512_load_si512(chunk), n1 = _mm512_load_si512(chunk + 64);
+  const __m512i n2 = _mm512_load_si512(chunk + 128), n3 = _mm512_load_si512(chunk + 192);
+  codes[0] = five_bit_group<0>(n0, tops);
+  codes[1] = five_bit_group<1>(n0, tops);
+  codes[2] = five_bit_group<2>(n1, tops);
+  codes[3] = five_bit_group<3>(n1, tops);
+  codes[4] = five_bit_group<4>(n2, tops);
+  codes[5] = five_bit_group<5>(n2, tops);
+  codes[6] = five_bit_group<6>(n3, tops);
+  codes[7] = five_bit_group<7>(n3, tops);
 }
 
 // Sub-block b's 16 integer scales of a panel, as int32.

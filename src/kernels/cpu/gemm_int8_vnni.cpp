@@ -61,7 +61,30 @@ void tile(const TileArgs& a) {
         for (int q = 0; q < NP; ++q) dot[c][m][q] = start;
       }
     }
-    if constexpr (kBits == 6) {
+    if constexpr (kBits == 5) {
+      // A 32-k chunk per sub-block (PackedMatrix keeps 5-bit codes to sub-blocks of 32): its
+      // nibble lines one at a time, so that at most two groups' codes take registers.
+      const auto pair = [&](auto line) __attribute__((always_inline)) {
+        constexpr int kLine = decltype(line)::value;
+        __m512i even[NP], odd[NP];
+        for (int q = 0; q < NP; ++q) {
+          const uint8_t* chunk = w.u8_panel(a.p + q) + static_cast<size_t>(k0) * 10;
+          if constexpr (kLine == 0) {
+            for (int l = 0; l < 5; ++l) prefetch_stream(chunk + 64 * l);
+          }
+          const __m512i nibbles = _mm512_load_si512(chunk + 64 * kLine);
+          const __m512i tops = _mm512_load_si512(chunk + 256);
+          even[q] = int8::five_bit_group<2 * kLine>(nibbles, tops);
+          odd[q] = int8::five_bit_group<2 * kLine + 1>(nibbles, tops);
+        }
+        dot_group<MR, NP>(xq, a.m0, k0 + 8 * kLine, even, dot[0]);
+        dot_group<MR, NP>(xq, a.m0, k0 + 8 * kLine + 4, odd, dot[kChains - 1]);
+      };
+      pair(std::integral_constant<int, 0>{});
+      pair(std::integral_constant<int, 1>{});
+      pair(std::integral_constant<int, 2>{});
+      pair(std::integral_constant<int, 3>{});
+    } else if constexpr (kBits == 6) {
       for (int i = 0; i < B / 16; ++i) {
         const int k = k0 + 16 * i;
         __m512i codes[4][NP];

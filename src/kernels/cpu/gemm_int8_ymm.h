@@ -10,7 +10,7 @@
 // range, and every integer dot product stays exact:
 //   4-bit codes (<= 15): |pair| <= 2 * 15 * 127 = 3810, so a whole 32-k sub-block (8 quads)
 //     adds up in 16 bits before one widening;
-//   6-bit codes (<= 63): |pair| <= 16002, two quads add up in 16 bits;
+//   5-bit codes (<= 31) and 6-bit codes (<= 63): |pair| <= 16002, two quads add up in 16 bits;
 //   8-bit codes (Q8_0's u8 code + 128): multiplied as signed codes c - 128 by llama.cpp's sign
 //     trick, |c - 128| (<= 128) times x with the code's sign, |pair| <= 32512; the dot product is
 //     then that of c - 128, and the offset term uses code_offset - 128 (gemm.h's formula). With
@@ -284,6 +284,50 @@ void half_panels(const TileArgs& a, int panel, int h0) {
               dot[r][h] = _mm256_load_si256(reinterpret_cast<const __m256i*>(earlier[r][h]));
           }
         }
+      } else if constexpr (kBits == 5) {
+        // One 320-byte chunk of 32 k per sub-block (int8_ymm_tile checks the block is 32): four
+        // nibble lines, each two k-groups, and the line of their top bits (bit g: group g). Each
+        // half of the chunk (16 k) is then the 6-bit path's: its groups' top bits at bits 0-3,
+        // the second half's shifted down there, moved to bit 4 and added to the nibbles. The
+        // 16-bit shifts carry no bit of one byte into the other's bit 4.
+        const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bit = _mm256_set1_epi8(0x10);
+        const uint8_t* chunk = u + static_cast<size_t>(k0) * 10;
+        for (int l = 0; l < 5; ++l) prefetch_stream(chunk + 64 * l);
+        const int32_t* step = quads_of_step<MR>(a, k0);
+        // A run-time trip count (B / 16 = 2) keeps the loop rolled: unrolled, g++ kept 9 sums on
+        // the stack (llama-110m q5_k_m pp512 on the AVX2 paths: 0.92x of the 6-bit layout). The
+        // second pass shifts its top bits down by an immediate, not by 4 * i: vpsrlw by a
+        // register count cost 9 % (BM_GemmQuantized Q5_K M=512 on one Zen 5 thread).
+        for (int i = 0; i < B / 16; ++i, step += 4 * MR) {
+#pragma GCC unroll 8
+          for (int h = 0; h < NH; ++h) {
+            const uint8_t* half = chunk + 32 * h;
+            const __m256i n0 = load32(half + 128 * i), n1 = load32(half + 128 * i + 64);
+            const __m256i line = load32(half + 256);
+            const __m256i tops = i ? _mm256_srli_epi16(line, 4) : line;
+            const __m256i codes[4] = {
+                _mm256_or_si256(_mm256_and_si256(n0, low_nibbles),
+                                _mm256_and_si256(_mm256_slli_epi16(tops, 4), top_bit)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low_nibbles),
+                                _mm256_and_si256(_mm256_slli_epi16(tops, 3), top_bit)),
+                _mm256_or_si256(_mm256_and_si256(n1, low_nibbles),
+                                _mm256_and_si256(_mm256_slli_epi16(tops, 2), top_bit)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
+                                _mm256_and_si256(_mm256_slli_epi16(tops, 1), top_bit))};
+#pragma GCC unroll 8
+            for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+              for (int g = 0; g < 4; g += 2) {
+                const __m256i p0 =
+                    _mm256_maddubs_epi16(codes[g], activation_quad(step, g * MR + r));
+                const __m256i p1 =
+                    _mm256_maddubs_epi16(codes[g + 1], activation_quad(step, (g + 1) * MR + r));
+                dot[r][h] = _mm256_add_epi32(
+                    dot[r][h], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), factor[h]));
+              }
+            }
+          }
+        }
       } else if constexpr (kBits == 6) {
         const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bits = _mm256_set1_epi8(0x30);
         const int32_t* step = quads_of_step<MR>(a, k0);
@@ -546,7 +590,8 @@ void int8_ymm_tile(const TileArgs& a) {
   // shifts the scales by log2 of the code offset; the running sums start at the first
   // super-block, so a product without one goes to the generic path.
   const int offset = a.w->code_offset();
-  if ((a.w->code_bits() == 4 && a.w->quant_block() > 32) || (offset & (offset - 1)) != 0 ||
+  if ((a.w->code_bits() == 4 && a.w->quant_block() > 32) ||
+      (a.w->code_bits() == 5 && a.w->quant_block() != 32) || (offset & (offset - 1)) != 0 ||
       (a.w->code_bits() == 8 && offset != 128) ||
       (a.w->code_bits() == 4 && !a.w->has_mins() && a.w->unit_sub_scales() &&
        a.w->sub_blocks_per_super() != 1) ||

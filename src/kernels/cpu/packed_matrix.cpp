@@ -78,7 +78,11 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   rows_ = static_cast<int>(row_source.size());
   if (storage_ == PanelStorage::kInt8) {
     unit_sub_scales_ = unit_sub_scales && !any_mins;
-    code_bits_ = max_stored_code <= 15 ? 4 : max_stored_code <= 63 ? 6 : 8;
+    // 5-bit chunks span 32 k, so they need sub-blocks of 32 (6-bit ones hold Q6_K's 16).
+    code_bits_ = max_stored_code <= 15                        ? 4
+                 : max_stored_code <= 31 && quant_block == 32 ? 5
+                 : max_stored_code <= 63                      ? 6
+                                                              : 8;
   }
   element_size_ = storage_ == PanelStorage::kF32    ? 32
                   : storage_ == PanelStorage::kBF16 ? 16
@@ -144,7 +148,7 @@ int PackedMatrix::sub_min(int p, int b, int j) const {
 namespace {
 
 // Where code (k, j) lives in a panel of `bits`-bit codes: its low bits (all 8, or 4 at
-// low_shift) and, for 6-bit codes, its top 2 bits at high_shift of high_byte.
+// low_shift) and, for 5- and 6-bit codes, its top 1 or 2 bits at high_shift of high_byte.
 struct CodePlace {
   size_t low_byte;
   int low_shift;
@@ -160,6 +164,11 @@ CodePlace place_of(int bits, int k, int j) {
       return {static_cast<size_t>(k / 4) * 64 + lane, 0, 0, 0};
     case 4:
       return {static_cast<size_t>(k / 8) * 64 + lane, nibble_shift, 0, 0};
+    case 5: {
+      const size_t chunk = static_cast<size_t>(k / 32) * 320;
+      return {chunk + static_cast<size_t>(k % 32 / 8) * 64 + lane, nibble_shift, chunk + 256 + lane,
+              k % 32 / 4};
+    }
     default: {
       const size_t chunk = static_cast<size_t>(k / 16) * 192;
       return {chunk + static_cast<size_t>(k % 16 / 8) * 64 + lane, nibble_shift, chunk + 128 + lane,
@@ -176,7 +185,8 @@ int PackedMatrix::code(int p, int k, int j) const {
   if (code_bits_ == 8) return panel[at.low_byte];
   const int low = (panel[at.low_byte] >> at.low_shift) & 0x0F;
   if (code_bits_ == 4) return low;
-  return low | ((panel[at.high_byte] >> at.high_shift) & 3) << 4;
+  const int top_mask = code_bits_ == 5 ? 1 : 3;
+  return low | ((panel[at.high_byte] >> at.high_shift) & top_mask) << 4;
 }
 
 // Writes source row `source_row` of w as output n: column n % kPanel of panel n / kPanel.
@@ -204,7 +214,7 @@ void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
         panel[at.low_byte] = static_cast<uint8_t>(u);
       } else {
         panel[at.low_byte] |= static_cast<uint8_t>((u & 0x0F) << at.low_shift);
-        if (code_bits_ == 6) panel[at.high_byte] |= static_cast<uint8_t>((u >> 4) << at.high_shift);
+        if (code_bits_ != 4) panel[at.high_byte] |= static_cast<uint8_t>((u >> 4) << at.high_shift);
       }
     }
     pack_factors(n, w, source_row);

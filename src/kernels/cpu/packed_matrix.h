@@ -11,9 +11,13 @@
 //                to halve the bytes decode reads: the 64 bytes of k-groups 2g and 2g+1 are one
 //                line whose low nibbles are group 2g and high nibbles group 2g+1, so that a
 //                mask and a shift turn one line into two u8 lines. Where every code fits in
-//                6 bits (Q5_K, Q6_K, and Q4_K_M's mixes of Q4_K and Q6_K), each 16 k are a
-//                192-byte chunk: two such nibble lines, then one line whose byte holds the top
-//                2 bits of that lane's code in k-groups 0..3 of the chunk at bits 0, 2, 4, 6.
+//                5 bits (Q5_K; Q4_K stacked with Q4_0, whose offset 8 lifts its codes to 23),
+//                each 32 k are a 320-byte chunk: four such nibble lines, then one line whose
+//                byte holds the top bit of that lane's code in k-group g of the chunk at bit g
+//                (a Q5_K decode step reads the file's 5.5 bits a weight, not 6.5). Where every
+//                code fits in 6 bits (Q6_K, and Q4_K_M's mixes of Q4_K or Q5_K and Q6_K), each
+//                16 k are a 192-byte chunk: two nibble lines, then one line whose byte holds the
+//                top 2 bits of that lane's code in k-groups 0..3 of the chunk at bits 0, 2, 4, 6.
 //                Scales are kept factored as in the file (block_quant.h's BlockFactors): per
 //                (super-block, output) an f16 d, and per (sub-block, output) an int8 factor, so
 //                scale = f32(d) * factor, exactly the reference's f32 scale at a fraction of
@@ -57,8 +61,8 @@ class PackedMatrix {
     return reinterpret_cast<const uint16_t*>(panel_bytes(p));
   }
   // int8 storage, 8-bit codes: code (k, j) at byte (k / 4) * 64 + j * 4 + k % 4; 4-bit codes:
-  // in byte (k / 8) * 64 + j * 4 + k % 4, the high nibble when (k / 4) is odd; 6-bit codes: in
-  // 192-byte chunks of 16 k, as the comment above says.
+  // in byte (k / 8) * 64 + j * 4 + k % 4, the high nibble when (k / 4) is odd; 5- and 6-bit
+  // codes: in 320-byte chunks of 32 k and 192-byte chunks of 16 k, as the comment above says.
   const uint8_t* u8_panel(int p) const { return panel_bytes(p); }
   int code_bits() const { return code_bits_; }
   // The stored code (k, j) of panel p, whatever its width (the reference path reads this).
