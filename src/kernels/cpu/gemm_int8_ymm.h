@@ -86,6 +86,25 @@ inline __m256i adjacent_factors(const Factor* sub, int b, bool second, int h) {
   return std::is_signed_v<Factor> ? _mm256_cvtepi8_epi16(pairs) : _mm256_cvtepu8_epi16(pairs);
 }
 
+// The products of MR rows with four k-groups' 5- or 6-bit codes (16 k) of half panel h: two
+// groups' pair sums add up in 16 bits (at most 2 * 2 * 63 * 127), then widen by the
+// sub-block's scales into dot.
+template <int MR, int NH>
+__attribute__((always_inline)) inline void add_four_groups(const __m256i (&codes)[4],
+                                                           const int32_t* step, __m256i factor,
+                                                           int h, __m256i (&dot)[MR][NH]) {
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+#pragma GCC unroll 2
+    for (int g = 0; g < 4; g += 2) {
+      const __m256i p0 = _mm256_maddubs_epi16(codes[g], activation_quad(step, g * MR + r));
+      const __m256i p1 =
+          _mm256_maddubs_epi16(codes[g + 1], activation_quad(step, (g + 1) * MR + r));
+      dot[r][h] = _mm256_add_epi32(dot[r][h], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), factor));
+    }
+  }
+}
+
 // Outputs [8h, 8h + 8) of super-block s's f16 factor (d or dmin) as f32.
 inline __m256 super_factor(const uint16_t* super, int s, int h) {
   _mm_prefetch(reinterpret_cast<const char*>(super + (s + 2) * 16), _MM_HINT_T0);
@@ -314,18 +333,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
                                 _mm256_and_si256(_mm256_slli_epi16(tops, 2), top_bit)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
                                 _mm256_and_si256(_mm256_slli_epi16(tops, 1), top_bit))};
-#pragma GCC unroll 8
-            for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 2
-              for (int g = 0; g < 4; g += 2) {
-                const __m256i p0 =
-                    _mm256_maddubs_epi16(codes[g], activation_quad(step, g * MR + r));
-                const __m256i p1 =
-                    _mm256_maddubs_epi16(codes[g + 1], activation_quad(step, (g + 1) * MR + r));
-                dot[r][h] = _mm256_add_epi32(
-                    dot[r][h], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), factor[h]));
-              }
-            }
+            add_four_groups<MR, NH>(codes, step, factor[h], h, dot);
           }
         }
       } else if constexpr (kBits == 6) {
@@ -347,18 +355,7 @@ void half_panels(const TileArgs& a, int panel, int h0) {
                 _mm256_or_si256(_mm256_and_si256(n1, low_nibbles), _mm256_and_si256(top, top_bits)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
                                 _mm256_and_si256(_mm256_srli_epi16(top, 2), top_bits))};
-#pragma GCC unroll 8
-            for (int r = 0; r < MR; ++r) {
-#pragma GCC unroll 2
-              for (int g = 0; g < 4; g += 2) {
-                const __m256i p0 =
-                    _mm256_maddubs_epi16(codes[g], activation_quad(step, g * MR + r));
-                const __m256i p1 =
-                    _mm256_maddubs_epi16(codes[g + 1], activation_quad(step, (g + 1) * MR + r));
-                dot[r][h] = _mm256_add_epi32(
-                    dot[r][h], _mm256_madd_epi16(_mm256_add_epi16(p0, p1), factor[h]));
-              }
-            }
+            add_four_groups<MR, NH>(codes, step, factor[h], h, dot);
           }
         }
       } else if constexpr (kVnniDot) {
