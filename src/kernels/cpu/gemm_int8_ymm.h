@@ -304,10 +304,10 @@ void half_panels(const TileArgs& a, int panel, int h0) {
           }
         }
       } else if constexpr (kBits == 5) {
-        // One 320-byte chunk of 32 k per sub-block (int8_ymm_tile checks the block is 32): four
-        // nibble lines, each two k-groups, and the line of their top bits (bit g: group g). Each
-        // half of the chunk (16 k) is then the 6-bit path's: its groups' top bits at bits 0-3,
-        // the second half's shifted down there, moved to bit 4 and added to the nibbles. The
+        // One 320-byte chunk of 32 k per sub-block (PackedMatrix keeps 5-bit codes to blocks of
+        // 32): four nibble lines, each two k-groups, and the line of their top bits (bit g: group
+        // g). Each half of the chunk (16 k) is then the 6-bit path's: its groups' top bits at bits
+        // 0-3, the second half's shifted down there, moved to bit 4 and added to the nibbles. The
         // 16-bit shifts carry no bit of one byte into the other's bit 4.
         const __m256i low_nibbles = _mm256_set1_epi8(0x0F), top_bit = _mm256_set1_epi8(0x10);
         const uint8_t* chunk = u + static_cast<size_t>(k0) * 10;
@@ -587,8 +587,7 @@ void int8_ymm_tile(const TileArgs& a) {
   // shifts the scales by log2 of the code offset; the running sums start at the first
   // super-block, so a product without one goes to the generic path.
   const int offset = a.w->code_offset();
-  if ((a.w->code_bits() == 4 && a.w->quant_block() > 32) ||
-      (a.w->code_bits() == 5 && a.w->quant_block() != 32) || (offset & (offset - 1)) != 0 ||
+  if ((a.w->code_bits() == 4 && a.w->quant_block() > 32) || (offset & (offset - 1)) != 0 ||
       (a.w->code_bits() == 8 && offset != 128) ||
       (a.w->code_bits() == 4 && !a.w->has_mins() && a.w->unit_sub_scales() &&
        a.w->sub_blocks_per_super() != 1) ||
