@@ -119,14 +119,16 @@ BENCHMARK(BM_Gemm)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// args: M, N, K, format (0 Q8_0, 1 Q4_K, 2 Q6_K, 3 Q5_K, 4 Q4_0); M = 5 and 6 are verify steps
+// args: M, N, K, format (0 Q8_0, 1 Q4_K, 2 Q6_K, 3 Q5_K, 4 Q4_0, 5 Q4_1, 6 Q5_0, 7 Q5_1, 8 IQ4_NL,
+// 9 Q2_K, 10 Q3_K, 11 IQ4_XS); M = 5 and 6 are verify steps
 // of speculative decoding (1 + 4 and 1 + 5 tokens). Counts activation quantization too; rate in
 // GOP/s of int8 multiply-adds (2 per weight per row) and packed weight GB/s.
 void BM_GemmQuantized(benchmark::State& state) {
   const int M = static_cast<int>(state.range(0)), N = static_cast<int>(state.range(1));
   const int K = static_cast<int>(state.range(2));
-  constexpr DType kFormats[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kQ5_K,
-                                DType::kQ4_0};
+  constexpr DType kFormats[] = {DType::kQ8_0,   DType::kQ4_K, DType::kQ6_K, DType::kQ5_K,
+                                DType::kQ4_0,   DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
+                                DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS};
   const DType dtype = kFormats[state.range(3)];
   const auto w32 = random_vector(static_cast<size_t>(N) * K, 1);
   std::vector<uint8_t> bytes(row_bytes(dtype, K) * static_cast<size_t>(N));
@@ -149,6 +151,7 @@ void BM_GemmQuantized(benchmark::State& state) {
 }
 BENCHMARK(BM_GemmQuantized)
     ->ArgNames({"M", "N", "K", "fmt"})
+    ->ArgsProduct({{1, 512}, {4096}, {2048}, {5, 6, 7, 8, 9, 10, 11}})
     ->Args({1, 16384, 2048, 0})
     ->Args({1, 16384, 2048, 1})
     ->Args({1, 16384, 2048, 2})

@@ -39,7 +39,8 @@
 #                  beside LLAMA_CPP_BENCH_ARGS="-ctk q8_0 -ctv q8_0" (and the batched ones)
 #   ROUNDS [3]  THREADS [2]
 #   MODELS ["llama-110m-f32 llama-110m-bf16 llama-110m-q8_0 llama-110m-q4_0 llama-110m-q4_k_m"]
-#                  <preset>-<f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k>; llama-1b-* too
+#                  <preset>-<f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k|q3_k_m|iq4_xs|...> (the
+#                  llama-quantize types scripts/lib/gguf-models.sh lists); llama-1b-* too
 #   MODEL_DIR      where the GGUF files are made, or reused when there [$RESULTS/models]
 #   RESULTS        results folder [/tmp/bench-vs-llamacpp]; each run writes run-<UTC time>/
 #                  with results.jsonl (one line per engine, model, shape and round), raw/ (every

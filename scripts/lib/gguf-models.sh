@@ -15,7 +15,8 @@ start_run() {
   : >"$out"
 }
 
-# gguf_model_file MODEL (<preset>-<f32|bf16|q8_0|q4_0|q4_k_m|q5_k_m|q6_k>) prints the file's
+# gguf_model_file MODEL (<preset>-<f32|bf16|q8_0|q4_0|q4_k_m|q6_k|...>: llama-quantize's type
+# names in lower case, as the case below lists) prints the file's
 # path in $MODEL_DIR, making it when missing: the preset in f32 with `$PAGEDLLM make-model`, then
 # the other formats with llama.cpp's `$QUANTIZE` (as users get them), its log in $LOG_DIR.
 # Needs PAGEDLLM, MODEL_DIR, QUANTIZE (may be empty when every file is there), THREADS, LOG_DIR.
@@ -29,9 +30,11 @@ gguf_model_file() {
   fi
   if [ ! -f "$file" ]; then
     case $dtype in
-      bf16) qtype=BF16 ;; q8_0) qtype=Q8_0 ;; q4_0) qtype=Q4_0 ;; q4_k_m) qtype=Q4_K_M ;;
-      q5_k_m) qtype=Q5_K_M ;; q6_k) qtype=Q6_K ;;
-      *) echo "$0: unknown format '$dtype' in $m (f32 bf16 q8_0 q4_0 q4_k_m q5_k_m q6_k)" >&2
+      bf16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | iq4_nl | iq4_xs | q2_k | q3_k_s | q3_k_m | \
+        q3_k_l | q4_k_s | q4_k_m | q5_k_s | q5_k_m | q6_k)
+        qtype=${dtype^^} ;;
+      *) echo "$0: unknown format '$dtype' in $m (f32 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl" \
+        "iq4_xs q2_k q3_k_s q3_k_m q3_k_l q4_k_s q4_k_m q5_k_s q5_k_m q6_k)" >&2
         exit 2 ;;
     esac
     [ -n "$QUANTIZE" ] || { echo "$0: no llama-quantize to make $m" >&2; exit 2; }

@@ -36,12 +36,15 @@ void parse_dtype(const std::string& s, ExportSpec& spec) {
   }
   static const std::map<std::string, DType> names = {
       {"f32", DType::kF32},   {"f16", DType::kF16},   {"bf16", DType::kBF16},
-      {"q8_0", DType::kQ8_0}, {"q4_0", DType::kQ4_0}, {"q4_k", DType::kQ4_K},
-      {"q5_k", DType::kQ5_K}, {"q6_k", DType::kQ6_K}};
+      {"q8_0", DType::kQ8_0}, {"q4_0", DType::kQ4_0}, {"q4_1", DType::kQ4_1},
+      {"q5_0", DType::kQ5_0}, {"q5_1", DType::kQ5_1}, {"iq4_nl", DType::kIQ4_NL},
+      {"q2_k", DType::kQ2_K}, {"q3_k", DType::kQ3_K}, {"q4_k", DType::kQ4_K},
+      {"q5_k", DType::kQ5_K}, {"q6_k", DType::kQ6_K}, {"iq4_xs", DType::kIQ4_XS}};
   auto it = names.find(s);
   if (it == names.end())
     throw std::invalid_argument("unknown --dtype '" + s +
-                                "' (f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m, q5_k_m)");
+                                "' (f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, "
+                                "q3_k, q4_k, q5_k, q6_k, iq4_xs, q4_k_m, q5_k_m)");
   spec.dtype = it->second;
 }
 
@@ -114,11 +117,10 @@ void add_make_model_command(CLI::App& app, int& exit_code) {
                   "tiny-kquant, tiny-tp, tiny-llama3, tiny-qwen2, tiny-qwen3, tiny-qwen2-vl, "
                   "tiny-qwen25-vl")
       ->required();
-  cmd->add_option(
-         "--dtype", o->dtype,
-         "Weight type: f32, f16, bf16, q8_0, q4_0, q4_k, q5_k, q6_k, or the mixes q4_k_m and "
-         "q5_k_m (Q6_K for attn_v, ffn_down, output); rows that hold no whole block stay "
-         "f32")
+  cmd->add_option("--dtype", o->dtype,
+                  "Weight type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, "
+                  "q4_k, q5_k, q6_k, iq4_xs, or the mixes q4_k_m and q5_k_m (Q6_K for attn_v, "
+                  "ffn_down, output); rows that hold no whole block stay f32")
       ->capture_default_str();
   cmd->add_option("--format", o->format, "gguf (one file) or safetensors (an HF directory)")
       ->capture_default_str();

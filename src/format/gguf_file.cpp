@@ -152,14 +152,28 @@ std::optional<DType> dtype_of_ggml_type(uint32_t t) {
       return DType::kF16;
     case 2:
       return DType::kQ4_0;
+    case 3:
+      return DType::kQ4_1;
+    case 6:
+      return DType::kQ5_0;
+    case 7:
+      return DType::kQ5_1;
     case 8:
       return DType::kQ8_0;
+    case 10:
+      return DType::kQ2_K;
+    case 11:
+      return DType::kQ3_K;
     case 12:
       return DType::kQ4_K;
     case 13:
       return DType::kQ5_K;
     case 14:
       return DType::kQ6_K;
+    case 20:
+      return DType::kIQ4_NL;
+    case 23:
+      return DType::kIQ4_XS;
     case 30:
       return DType::kBF16;
     default:
@@ -168,10 +182,12 @@ std::optional<DType> dtype_of_ggml_type(uint32_t t) {
 }
 
 const char* ggml_type_name(uint32_t t) {
-  static const char* names[] = {"F32",  "F16",  "Q4_0", "Q4_1", "?",    "?",    "Q5_0", "Q5_1",
-                                "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K"};
+  static const char* names[] = {"F32",   "F16",   "Q4_0",    "Q4_1",   "?",       "?",     "Q5_0",
+                                "Q5_1",  "Q8_0",  "Q8_1",    "Q2_K",   "Q3_K",    "Q4_K",  "Q5_K",
+                                "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL",
+                                "IQ3_S", "IQ2_S", "IQ4_XS",  "I8",     "I16",     "I32",   "I64",
+                                "F64",   "IQ1_M", "BF16"};
   if (t < std::size(names)) return names[t];
-  if (t == 30) return "BF16";
   return "unknown";
 }
 

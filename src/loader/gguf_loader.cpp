@@ -24,9 +24,10 @@ class TensorBinder {
   DType dtype_of(const GGUFTensor& t) const {
     const auto d = dtype_of_ggml_type(t.ggml_type);
     if (!d) {
-      throw ModelLoadError(g_.path() + ": tensor '" + t.name + "' has type " +
-                           ggml_type_name(t.ggml_type) +
-                           ", which is not supported (F32, F16, BF16, Q8_0, Q4_0)");
+      throw ModelLoadError(
+          g_.path() + ": tensor '" + t.name + "' has type " + ggml_type_name(t.ggml_type) +
+          ", which is not supported (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+          "IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS)");
     }
     return *d;
   }

@@ -152,6 +152,20 @@ uint32_t gguf_file_type(DType d) {
       return 2;
     case DType::kQ8_0:
       return 7;
+    case DType::kQ4_1:
+      return 3;
+    case DType::kQ5_0:
+      return 8;
+    case DType::kQ5_1:
+      return 9;
+    case DType::kQ2_K:
+      return 10;
+    case DType::kQ3_K:
+      return 11;  // MOSTLY_Q3_K_S
+    case DType::kIQ4_NL:
+      return 25;
+    case DType::kIQ4_XS:
+      return 30;
     case DType::kQ4_K:
       return 14;  // LLAMA_FTYPE_MOSTLY_Q4_K_S: every matrix Q4_K
     case DType::kQ5_K:

@@ -62,7 +62,32 @@ TEST(MakeModelCli, WritesKQuantMixesAsLlamaCppDoes) {
                            " --prompt \"abc\" --max-tokens 4 --temperature 0 --json --ignore-eos");
   ASSERT_EQ(gen.code, 0) << gen.err;
   EXPECT_EQ(json::parse(gen.out)["token_ids"].size(), 4u);
-  EXPECT_NE(run_cli("make-model --preset tiny --dtype q3_k --out " + path).code, 0);
+  const auto unknown = run_cli("make-model --preset tiny --dtype iq2_xxs --out " + path);
+  EXPECT_NE(unknown.code, 0);
+  EXPECT_NE(unknown.err.find("unknown --dtype 'iq2_xxs'"), std::string::npos) << unknown.err;
+}
+
+// Every single-type format the loader reads, written by make-model with llama.cpp's type ids
+// and run (tiny-kquant's rows hold whole 256-element super-blocks).
+TEST(MakeModelCli, WritesAndRunsEveryBlockFormat) {
+  const std::pair<const char*, uint32_t> formats[] = {{"q4_1", 3},   {"q5_0", 6},  {"q5_1", 7},
+                                                      {"q2_k", 10},  {"q3_k", 11}, {"iq4_nl", 20},
+                                                      {"iq4_xs", 23}};
+  for (const auto& [dtype, ggml_type] : formats) {
+    SCOPED_TRACE(dtype);
+    const std::string path = test::temp_path(std::string("tiny-kquant-") + dtype + ".gguf");
+    const auto r =
+        run_cli(std::string("make-model --preset tiny-kquant --dtype ") + dtype + " --out " + path);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const GGUFFile g(path);
+    EXPECT_EQ(g.tensor("blk.0.attn_q.weight")->ggml_type, ggml_type);
+    EXPECT_EQ(g.tensor("blk.1.ffn_down.weight")->ggml_type, ggml_type);
+    const auto gen =
+        run_cli("generate --model " + path +
+                " --prompt \"abc\" --max-tokens 4 --temperature 0 --json --ignore-eos");
+    ASSERT_EQ(gen.code, 0) << gen.err;
+    EXPECT_EQ(json::parse(gen.out)["token_ids"].size(), 4u);
+  }
 }
 
 // A small preset with a larger one's vocabulary and context, to draft for it.

@@ -13,8 +13,9 @@
 namespace pagedllm::cpu {
 namespace {
 
-const DType kBlockFormats[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K,
-                               DType::kQ6_K};
+const DType kBlockFormats[] = {DType::kQ8_0, DType::kQ4_0,   DType::kQ4_1,   DType::kQ5_0,
+                               DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K,   DType::kQ3_K,
+                               DType::kQ4_K, DType::kQ5_K,   DType::kIQ4_XS, DType::kQ6_K};
 
 // Worst error of an encode/decode round trip, relative to the row's largest magnitude.
 double round_trip_error(DType dtype, const std::vector<float>& x) {
@@ -42,6 +43,15 @@ TEST(BlockQuant, RoundTripErrorShrinksWithTheFormatsBits) {
   EXPECT_LT(round_trip_error(DType::kQ4_K, x), 0.12);
   EXPECT_LT(round_trip_error(DType::kQ4_0, x), 0.15);
   EXPECT_GT(round_trip_error(DType::kQ4_K, x), round_trip_error(DType::kQ6_K, x));
+  EXPECT_LT(round_trip_error(DType::kQ5_1, x), 0.035);
+  EXPECT_LT(round_trip_error(DType::kQ5_0, x), 0.04);
+  EXPECT_LT(round_trip_error(DType::kQ4_1, x), 0.07);
+  EXPECT_LT(round_trip_error(DType::kIQ4_NL, x), 0.1);
+  EXPECT_LT(round_trip_error(DType::kIQ4_XS, x), 0.1);
+  EXPECT_LT(round_trip_error(DType::kQ3_K, x), 0.2);
+  EXPECT_LT(round_trip_error(DType::kQ2_K, x), 0.35);
+  EXPECT_GT(round_trip_error(DType::kQ2_K, x), round_trip_error(DType::kQ3_K, x));
+  EXPECT_GT(round_trip_error(DType::kQ3_K, x), round_trip_error(DType::kQ4_K, x));
 }
 
 TEST(BlockQuant, CodesStayInTheFormatsRangeAndDecodeAsScaleTimesCodeMinusMin) {

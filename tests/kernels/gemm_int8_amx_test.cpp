@@ -63,7 +63,9 @@ TEST(AmxInt8, OnlyTheHardwareOrTheKernelCanRuleAmxOut) {
 TEST(AmxInt8, ProductIsBitIdenticalToTheReferenceForEveryFormatAndRowCount) {
   if (!amx_runs()) GTEST_SKIP() << "AMX-INT8: " << amx_int8_unusable_reason();
   std::mt19937 rng(11);
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType dtype :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL,
+        DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
     const int K = block_elements(dtype) == 256 ? 768 : 96, N = 40;
     std::vector<uint8_t> bytes = quantized_matrix(dtype, N, K, rng);
     const PackedMatrix packed(WeightMatrix{dtype, N, K, bytes.data()});

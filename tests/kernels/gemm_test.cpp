@@ -90,8 +90,9 @@ std::vector<Isa> supported_paths() {
 TEST(Gemm, EveryIsaPathIsBitIdenticalToTheReferenceOnOddShapes) {
   std::mt19937 rng(3);
   int compared = 0;
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K,
-                      DType::kQ5_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_1,
+                      DType::kQ5_0, DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
+                      DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS}) {
     for (int M : {1, 2, 3, 5, 6, 9}) {
       for (int N : {1, 15, 16, 17, 40}) {
         for (int K : {1, 7, 32, 255, 256, 257, 320, 512, 600}) {
@@ -140,7 +141,10 @@ TEST(Gemm, ARowGetsTheSameBitsAloneOrInABatch) {
   for (const auto& [dtype, K] :
        {std::pair{DType::kF32, 1100}, std::pair{DType::kF32, 4353}, std::pair{DType::kF32, 8500},
         std::pair{DType::kBF16, 1101}, std::pair{DType::kQ8_0, 768}, std::pair{DType::kQ4_K, 768},
-        std::pair{DType::kQ4_0, 768}, std::pair{DType::kQ6_K, 768}}) {
+        std::pair{DType::kQ4_0, 768}, std::pair{DType::kQ6_K, 768}, std::pair{DType::kQ4_1, 768},
+        std::pair{DType::kQ5_0, 768}, std::pair{DType::kQ5_1, 768}, std::pair{DType::kIQ4_NL, 768},
+        std::pair{DType::kQ2_K, 768}, std::pair{DType::kQ3_K, 768},
+        std::pair{DType::kIQ4_XS, 768}}) {
     const int M = 75, N = 70;
     const Weights w = random_weights(N, K, dtype, rng);
     const PackedMatrix packed(w.matrix);
@@ -471,7 +475,8 @@ TEST(Gemm, ExtremeCodesAgainstFullScaleActivationsStayExactOnEveryPath) {
   std::vector<std::vector<uint8_t>> kquants;
   std::vector<WeightMatrix> matrices = {WeightMatrix{DType::kQ8_0, N, K, q8.data()},
                                         WeightMatrix{DType::kQ4_0, N, K, q4.data()}};
-  for (DType dtype : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kQ4_1, DType::kQ5_0,
+                      DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
     auto& bytes = kquants.emplace_back(row_bytes(dtype, K) * N);
     for (int n = 0; n < N; ++n) {
       quantize_row(dtype, plain.data() + static_cast<size_t>(n) * K,
@@ -529,13 +534,40 @@ TEST(Gemm, KQuantFactorsAtTheirExtremesSumExactlyOverASuperBlockOnEveryPath) {
       std::memset(block4 + 16, n % 3 ? 0xFF : 0x0F, 128);  // codes 15 (or 15 and 0)
     }
   }
+  // Q2_K with scales and mins 15 and codes 3; Q3_K with scales -32 and codes -4 (or 3); IQ4_XS
+  // with scales -32 and level -127 (or 113): 8-bit codes whose sign-trick pairs reach 2 * 127^2.
+  std::vector<uint8_t> q2k(row_bytes(DType::kQ2_K, K) * N), q3k(row_bytes(DType::kQ3_K, K) * N),
+      iq4(row_bytes(DType::kIQ4_XS, K) * N);
+  for (int n = 0; n < N; ++n) {
+    for (int b = 0; b < K / 256; ++b) {
+      uint8_t* block2 = q2k.data() + row_bytes(DType::kQ2_K, K) * n + 84 * b;
+      std::memset(block2, 0xFF, 80);
+      std::memcpy(block2 + 80, &one, 2);
+      std::memcpy(block2 + 82, &one, 2);
+      uint8_t* block3 = q3k.data() + row_bytes(DType::kQ3_K, K) * n + 110 * b;
+      std::memset(block3, n % 2 ? 0xFF : 0x00, 96);
+      std::memset(block3 + 96, 0, 12);
+      std::memcpy(block3 + 108, &one, 2);
+      uint8_t* block_iq4 = iq4.data() + row_bytes(DType::kIQ4_XS, K) * n + 136 * b;
+      std::memcpy(block_iq4, &one, 2);
+      std::memset(block_iq4 + 2, 0, 6);
+      std::memset(block_iq4 + 8, n % 2 ? 0xFF : 0x00, 128);
+    }
+  }
   std::mt19937 rng(12);
   const Weights q8 = random_weights(N, K, DType::kQ8_0, rng);
   const Weights q40 = random_weights(N, K, DType::kQ4_0, rng);
   const WeightMatrix q6_matrix{DType::kQ6_K, N, K, q6.data()};
   const WeightMatrix q4k_matrix{DType::kQ4_K, N, K, q4k.data()};
+  const WeightMatrix q2k_matrix{DType::kQ2_K, N, K, q2k.data()};
+  const WeightMatrix q3k_matrix{DType::kQ3_K, N, K, q3k.data()};
+  const WeightMatrix iq4_matrix{DType::kIQ4_XS, N, K, iq4.data()};
   const std::vector<std::vector<const WeightMatrix*>> stacks = {{&q6_matrix},
                                                                 {&q4k_matrix},
+                                                                {&q2k_matrix},
+                                                                {&q3k_matrix},
+                                                                {&iq4_matrix},
+                                                                {&q4k_matrix, &iq4_matrix},
                                                                 {&q8.matrix, &q6_matrix},
                                                                 {&q40.matrix, &q4k_matrix},
                                                                 {&q4k_matrix, &q6_matrix}};

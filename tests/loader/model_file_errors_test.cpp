@@ -71,17 +71,17 @@ TEST(ModelFileErrors, WrongMagicAndMissingFile) {
 
 TEST(ModelFileErrors, UnsupportedTensorTypeIsNamed) {
   auto bytes = read_bytes(test::model_path("stories260K/stories260K.gguf"));
-  // Find token_embd.weight's type field in the header and set it to Q3_K (11), a k-quant this
-  // engine does not read.
+  // Find token_embd.weight's type field in the header and set it to IQ2_XXS (16), an i-quant
+  // this engine does not read.
   const std::string name = "token_embd.weight";
   auto it = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
   ASSERT_NE(it, bytes.end());
   const size_t type_at = static_cast<size_t>(it - bytes.begin()) + name.size() + 4 + 2 * 8;
-  const uint32_t q3k = 11;
-  std::memcpy(bytes.data() + type_at, &q3k, 4);
-  const std::string err = load_error(write_bytes("q3k.gguf", bytes));
+  const uint32_t iq2_xxs = 16;
+  std::memcpy(bytes.data() + type_at, &iq2_xxs, 4);
+  const std::string err = load_error(write_bytes("iq2_xxs.gguf", bytes));
   EXPECT_NE(err.find("token_embd.weight"), std::string::npos) << err;
-  EXPECT_NE(err.find("Q3_K"), std::string::npos) << err;
+  EXPECT_NE(err.find("IQ2_XXS"), std::string::npos) << err;
 }
 
 // A corpus-style regression for the GGUF parser: thousands of random corruptions of a real
