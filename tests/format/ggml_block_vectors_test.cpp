@@ -34,7 +34,8 @@ std::vector<uint8_t> bytes_of_hex(const std::string& hex) {
 std::vector<float> floats_of_bits(const std::string& hex) {
   std::vector<float> out(hex.size() / 8);
   for (size_t i = 0; i < out.size(); ++i)
-    out[i] = std::bit_cast<float>(static_cast<uint32_t>(std::stoul(hex.substr(8 * i, 8), nullptr, 16)));
+    out[i] =
+        std::bit_cast<float>(static_cast<uint32_t>(std::stoul(hex.substr(8 * i, 8), nullptr, 16)));
   return out;
 }
 
@@ -60,7 +61,8 @@ TEST(GgmlBlockVectors, EveryFormatDecodesBitForBitAsLlamaCppDoes) {
     int mismatches = 0;
     for (size_t i = 0; i < expected.size(); ++i) {
       if (std::bit_cast<uint32_t>(decoded[i]) != std::bit_cast<uint32_t>(expected[i])) {
-        if (++mismatches <= 3) ADD_FAILURE() << "element " << i << ": " << decoded[i] << " vs " << expected[i];
+        if (++mismatches <= 3)
+          ADD_FAILURE() << "element " << i << ": " << decoded[i] << " vs " << expected[i];
       }
     }
     EXPECT_EQ(mismatches, 0);

@@ -330,6 +330,34 @@ TEST(Gemm, MixedKQuantStackEqualsSeparateMatrices) {
   }
 }
 
+TEST(PackedMatrix, Iq4StoresFourBitIndicesOfItsLevelsUnlessStackedWithOtherFormats) {
+  std::mt19937 rng(8);
+  const int K = 512;
+  const Weights nl = random_weights(17, K, DType::kIQ4_NL, rng),
+                xs = random_weights(17, K, DType::kIQ4_XS, rng),
+                q4_k = random_weights(17, K, DType::kQ4_K, rng);
+  for (const Weights* w : {&nl, &xs}) {
+    const PackedMatrix packed(w->matrix);
+    EXPECT_TRUE(packed.table_codes());
+    EXPECT_EQ(packed.code_bits(), 4);
+    EXPECT_EQ(packed.code_offset(), 128);
+    // Half a byte a weight, then per 16 outputs an f16 per super-block and a byte per 32 k.
+    const size_t supers = w == &nl ? K / 32 : K / 256;
+    EXPECT_EQ(packed.bytes(), size_t{2} * 16 * K / 2 + 2 * 16 * (2 * supers + K / 32));
+    std::vector<int8_t> codes(K);
+    std::vector<float> scales(K / 32), mins(K / 32);
+    for (int n = 0; n < 17; ++n) {
+      unpack_blocks(w->matrix.dtype, w->matrix.row(n), K, codes.data(), scales.data(), mins.data());
+      for (int k = 0; k < K; ++k)
+        ASSERT_EQ(packed.code(n / 16, k, n % 16), codes[static_cast<size_t>(k)] + 128);
+    }
+  }
+  EXPECT_TRUE(PackedMatrix(std::vector<const WeightMatrix*>{&nl.matrix, &xs.matrix}).table_codes());
+  const PackedMatrix mixed(std::vector<const WeightMatrix*>{&xs.matrix, &q4_k.matrix});
+  EXPECT_FALSE(mixed.table_codes());
+  EXPECT_EQ(mixed.code_bits(), 8);
+}
+
 TEST(PackedMatrix, CodesTakeFourFiveSixOrEightBitsAsTheirRangeNeeds) {
   std::mt19937 rng(7);
   const int K = 256;

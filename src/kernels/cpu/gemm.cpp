@@ -298,8 +298,8 @@ void gemm_packed(Isa isa, const float* x, int M, const PackedMatrix& w, float* y
     // tile has more than 2 rows where M does.
     const bool offset_halves = (tile == gemm_int8_tile_avx2 || M <= 2) && ymm_int8;
     xf.compute(w, xq, M,
-               offset_halves && w.code_bits() == 4 && !w.has_mins() && w.unit_sub_scales() &&
-                   w.sub_blocks_per_super() == 1 && w.code_offset() != 0);
+               offset_halves && w.code_bits() == 4 && !w.table_codes() && !w.has_mins() &&
+                   w.unit_sub_scales() && w.sub_blocks_per_super() == 1 && w.code_offset() != 0);
   }
   const SubBlockRowFactors* row_factors = &xf;
   const QuantizedActivations* quantized = &xq;  // this thread's, not each worker's

@@ -154,14 +154,19 @@ constexpr int kAmxTileRows = 16, kAmxMinRows = 8;
 // other AMX code (oneDNN) must find them released.
 void amx_release_tiles();
 
+// The int8 shape of 4-bit indices into kIq4Codes (PackedMatrix::table_codes): stored as 4-bit
+// codes, multiplied as 8-bit ones.
+inline constexpr int kTableCodes = 48;
+
 // Calls f(mins, bits) with the packed matrix's int8 shape as compile-time constants
-// (std::bool_constant, std::integral_constant<int, 4 | 5 | 6 | 8>), so each ISA file instantiates
-// its kernel for every shape from one switch.
+// (std::bool_constant, std::integral_constant<int, 4 | 5 | 6 | 8 | kTableCodes>), so each ISA
+// file instantiates its kernel for every shape from one switch.
 template <typename F>
 void with_int8_shape(const PackedMatrix& w, F&& f) {
   const auto by_bits = [&](auto mins) {
     switch (w.code_bits()) {
       case 4:
+        if (w.table_codes()) return f(mins, std::integral_constant<int, kTableCodes>{});
         return f(mins, std::integral_constant<int, 4>{});
       case 5:
         return f(mins, std::integral_constant<int, 5>{});

@@ -56,10 +56,15 @@ const uint8_t* weight_rows(const PackedMatrix& w, int p, int k0, int block,
   const uint8_t* panel = w.u8_panel(p);
   if constexpr (kBits == 8) {
     return panel + static_cast<size_t>(k0) * 16;
-  } else if constexpr (kBits == 4) {
+  } else if constexpr (kBits == 4 || kBits == kTableCodes) {
     for (int k = k0, row = 0; k < k0 + block; k += 8, row += 2) {
       __m512i low, high;
-      int8::unpack_nibbles(_mm512_load_si512(panel + static_cast<size_t>(k) * 8), low, high);
+      const __m512i line = _mm512_load_si512(panel + static_cast<size_t>(k) * 8);
+      if constexpr (kBits == kTableCodes) {
+        int8::unpack_table_codes(line, low, high);
+      } else {
+        int8::unpack_nibbles(line, low, high);
+      }
       _mm512_store_si512(scratch[row], low);
       _mm512_store_si512(scratch[row + 1], high);
     }

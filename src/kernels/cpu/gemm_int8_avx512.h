@@ -25,6 +25,16 @@ inline void unpack_nibbles(__m512i line, __m512i& low, __m512i& high) {
   high = _mm512_and_si512(_mm512_srli_epi16(line, 4), low_nibbles);
 }
 
+// A line of IQ4 indices (PackedMatrix::table_codes) as its two k-groups' u8 codes: the
+// nibbles, then kIq4Codes by one in-lane shuffle each.
+inline void unpack_table_codes(__m512i line, __m512i& low, __m512i& high) {
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Codes)));
+  unpack_nibbles(line, low, high);
+  low = _mm512_shuffle_epi8(table, low);
+  high = _mm512_shuffle_epi8(table, high);
+}
+
 // A 6-bit chunk (16 k of 16 outputs, 192 bytes) as four u8 lines, k-groups 0..3.
 inline void unpack_six_bits(const uint8_t* chunk, __m512i (&codes)[4]) {
   const __m512i low_nibbles = _mm512_set1_epi8(0x0F), top_bits = _mm512_set1_epi8(0x30);

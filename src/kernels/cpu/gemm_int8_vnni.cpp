@@ -98,13 +98,17 @@ void tile(const TileArgs& a) {
         for (int g = 0; g < 4; ++g)
           dot_group<MR, NP>(xq, a.m0, k + 4 * g, codes[g], dot[g % kChains]);
       }
-    } else if constexpr (kBits == 4) {
+    } else if constexpr (kBits == 4 || kBits == kTableCodes) {
       const auto step = [&](int k) __attribute__((always_inline)) {
         __m512i low[NP], high[NP];
         for (int q = 0; q < NP; ++q) {
           const uint8_t* at = w.u8_panel(a.p + q) + static_cast<size_t>(k) * 8;
           prefetch_stream(at);
-          int8::unpack_nibbles(_mm512_load_si512(at), low[q], high[q]);
+          if constexpr (kBits == kTableCodes) {
+            int8::unpack_table_codes(_mm512_load_si512(at), low[q], high[q]);
+          } else {
+            int8::unpack_nibbles(_mm512_load_si512(at), low[q], high[q]);
+          }
         }
         dot_group<MR, NP>(xq, a.m0, k, low, dot[0]);
         dot_group<MR, NP>(xq, a.m0, k + 4, high, dot[kChains - 1]);

@@ -32,6 +32,7 @@
 #include <bit>
 #include <type_traits>
 
+#include "format/block_quant.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/stream_prefetch.h"
 
@@ -157,7 +158,7 @@ inline void add_super_block(const TileArgs& a, int panel, int h0, int s, bool fi
   const SubBlockRowFactors& xf = *a.xf;
   const int pairs = kPairs ? kPairs : xf.pairs;
   // 8-bit products are over c - 128, or start at minus the offset term (vpdpbusd): none here.
-  const bool offset = kBits != 8 && offset_shift >= 0;
+  const bool offset = kBits != 8 && kBits != kTableCodes && offset_shift >= 0;
 #pragma GCC unroll 8
   for (int h = 0; h < NH; ++h) {
     const SuperBlockFactors<kMins, kUnit> f(*a.w, panel, s, h0 + h, pairs, offset_shift);
@@ -217,8 +218,9 @@ void half_panels(const TileArgs& a, int panel, int h0) {
   // 8-bit codes come from Q8_0 alone. vpdpbusd's are over the codes c, for unit scales (Q8_0
   // alone; stacked with k-quants, the sign trick multiplies by their scales). Offsets are 0 or
   // powers of two (int8_ymm_tile).
-  constexpr bool kVnniDot = kVnni && kBits == 8 && kUnit;
-  const int offset = kBits == 8 && !kVnniDot ? w.code_offset() - 128 : w.code_offset();
+  constexpr bool kEightBit = kBits == 8 || kBits == kTableCodes;
+  constexpr bool kVnniDot = kVnni && kEightBit && kUnit;
+  const int offset = kEightBit && !kVnniDot ? w.code_offset() - 128 : w.code_offset();
   const int offset_shift = offset ? std::countr_zero(static_cast<unsigned>(offset)) : -1;
   const __m256i ones = _mm256_set1_epi16(1);
   // The running sums live in memory (L1), added to once per super-block: in registers they would
@@ -358,6 +360,48 @@ void half_panels(const TileArgs& a, int panel, int h0) {
             add_four_groups<MR, NH>(codes, step, factor[h], h, dot);
           }
         }
+      } else if constexpr (kBits == kTableCodes) {
+        // IQ4's indices in the 4-bit layout, each turned into its level by one shuffle: u8
+        // codes (level + 128) for vpdpbusd, signed levels for the sign trick.
+        const __m256i low_nibbles = _mm256_set1_epi8(0x0F);
+        const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(kVnniDot ? static_cast<const void*>(kIq4Codes)
+                                                      : static_cast<const void*>(kIq4Levels))));
+        const int32_t* step = quads_of_step<MR>(a, k0);
+        for (int k = k0; k < k0 + B; k += 8, step += 2 * MR) {
+          const uint8_t* line = u + static_cast<size_t>(k) * 8;
+          prefetch_stream(line);
+          __m256i indices[NH];
+#pragma GCC unroll 8
+          for (int h = 0; h < NH; ++h) indices[h] = load32(line + 32 * h);
+            // One k-group's codes at a time: both groups' at once took 4 registers a half panel,
+            // and 8 rows' sums then spilled.
+#pragma GCC unroll 2
+          for (int g = 0; g < 2; ++g) {
+            __m256i codes[NH], magnitude[NH];
+#pragma GCC unroll 8
+            for (int h = 0; h < NH; ++h) {
+              const __m256i nibbles = g ? _mm256_srli_epi16(indices[h], 4) : indices[h];
+              codes[h] = _mm256_shuffle_epi8(table, _mm256_and_si256(nibbles, low_nibbles));
+              if constexpr (!kVnniDot) magnitude[h] = _mm256_abs_epi8(codes[h]);
+            }
+#pragma GCC unroll 8
+            for (int r = 0; r < MR; ++r) {
+              const __m256i x = activation_quad(step, g * MR + r);
+#pragma GCC unroll 8
+              for (int h = 0; h < NH; ++h) {
+                if constexpr (kVnniDot) {
+                  dot[r][h] = _mm256_dpbusd_avx_epi32(dot[r][h], codes[h], x);
+                } else {
+                  const __m256i signed_x = _mm256_sign_epi8(x, codes[h]);
+                  dot[r][h] = _mm256_add_epi32(
+                      dot[r][h],
+                      _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude[h], signed_x), factor[h]));
+                }
+              }
+            }
+          }
+        }
       } else if constexpr (kVnniDot) {
         const int32_t* step = quads_of_step<MR>(a, k0);
         for (int k = k0; k < k0 + B; k += 4, step += MR) {
@@ -432,8 +476,9 @@ void half_panels(const TileArgs& a, int panel, int h0) {
 // drops the 16-bit adds and the widening vpmaddwd, the multiplier pipes doing the same count of
 // products (BM_GemmQuantized Q4_0 M=512 on one Zen 5 thread, paired: 219-233 -> 260-269 GOP/s).
 // The sums start at minus the offset term, code_offset * xsum, so they are the same exact
-// integers as that tile's.
-template <int MS, int MR>
+// integers as that tile's. IQ4_NL (kTable) takes the same tile, its nibbles turned into codes by
+// a table shuffle each.
+template <int MS, int MR, bool kTable>
 void q4_0_vnni_rows(const TileArgs& a, int panel, int h, int r0, bool fetch) {
   const PackedMatrix& w = *a.w;
   // Q4_0's block, a constant so that the k loop unrolls: with a run-time trip count g++ copied
@@ -458,8 +503,14 @@ void q4_0_vnni_rows(const TileArgs& a, int panel, int h, int r0, bool fetch) {
       const uint8_t* line = u + static_cast<size_t>(s * B + 8 * i) * 8;
       if (fetch) prefetch_stream(line);
       const __m256i c = load32(line);
-      const __m256i low = _mm256_and_si256(c, low_nibbles);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
+      __m256i low = _mm256_and_si256(c, low_nibbles);
+      __m256i high = _mm256_and_si256(_mm256_srli_epi16(c, 4), low_nibbles);
+      if constexpr (kTable) {
+        const __m256i table = _mm256_broadcastsi128_si256(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4Codes)));
+        low = _mm256_shuffle_epi8(table, low);
+        high = _mm256_shuffle_epi8(table, high);
+      }
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         low_sum[r] = _mm256_dpbusd_avx_epi32(low_sum[r], low, activation_quad(step, r));
@@ -524,16 +575,18 @@ void q8_0_vnni_rows(const TileArgs& a, int panel, int r0, bool fetch) {
 // Up to 2 rows take both halves of a panel in one pass (one stream over the panel, which decode
 // reads from DRAM once); more rows one half at a time, so that their accumulators stay in
 // registers. With AVX-VNNI, Q4_0 and Q8_0 take their own tiles from 3 rows up, in groups of at
-// most 5 and 6 rows.
+// most 5 and 6 rows, IQ4_NL Q4_0's.
 template <bool kVnni, int MR, bool kMins, int kBits, bool kUnit>
 void panels(const TileArgs& a) {
-  if constexpr (kVnni && kBits == 4 && kUnit && MR > 2) {
+  if constexpr (kVnni && (kBits == 4 || kBits == kTableCodes) && kUnit && MR > 2) {
     if (a.w->quant_block() == 32) {
       constexpr int kFirst = MR <= 5 ? MR : (MR + 1) / 2;
+      constexpr bool kTable = kBits == kTableCodes;
       for (int q = 0; q < a.np; ++q) {
         for (int h = 0; h < 2; ++h) {
-          q4_0_vnni_rows<MR, kFirst>(a, a.p + q, h, 0, h == 0);
-          if constexpr (kFirst < MR) q4_0_vnni_rows<MR, MR - kFirst>(a, a.p + q, h, kFirst, false);
+          q4_0_vnni_rows<MR, kFirst, kTable>(a, a.p + q, h, 0, h == 0);
+          if constexpr (kFirst < MR)
+            q4_0_vnni_rows<MR, MR - kFirst, kTable>(a, a.p + q, h, kFirst, false);
         }
       }
       return;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <stdexcept>
 #include <utility>
@@ -32,6 +33,20 @@ uint16_t load_u16(const uint8_t* p) {
   return v;
 }
 
+constexpr bool iq4_codes_are_levels_plus_128() {
+  for (int i = 0; i < 16; ++i) {
+    if (kIq4Codes[i] != kIq4Levels[i] + 128) return false;
+  }
+  return true;
+}
+static_assert(iq4_codes_are_levels_plus_128());
+
+// The index of an IQ4 level (a code unpack_blocks gave for IQ4_NL or IQ4_XS).
+int iq4_index(int level) {
+  const auto at = std::find(std::begin(kIq4Levels), std::end(kIq4Levels), level);
+  return static_cast<int>(at - std::begin(kIq4Levels));
+}
+
 }  // namespace
 
 PanelStorage PackedMatrix::storage_of(DType dtype) {
@@ -51,7 +66,7 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   cols_ = stacked[0]->cols;
   storage_ = storage_of(stacked[0]->dtype);
   std::vector<std::pair<const WeightMatrix*, int>> row_source;  // global row -> (matrix, row)
-  bool any_mins = false, unit_sub_scales = true;
+  bool any_mins = false, unit_sub_scales = true, all_iq4 = true;
   int quant_block = 32, super_block = 256, max_stored_code = 0;
   for (const WeightMatrix* m : stacked) {
     if (m->cols != cols_ || storage_of(m->dtype) != storage_) {
@@ -61,6 +76,7 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
       if (m->cols % block_elements(m->dtype) != 0)
         throw std::invalid_argument("quantized rows must hold whole blocks");
       any_mins = any_mins || pagedllm::has_mins(m->dtype);
+      all_iq4 = all_iq4 && (m->dtype == DType::kIQ4_NL || m->dtype == DType::kIQ4_XS);
       // Q8_0 and Q4_0 have one sub-block of factor 1 per block; the k-quants have several.
       unit_sub_scales = unit_sub_scales && sub_block_elements(m->dtype) == block_elements(m->dtype);
       code_offset_ = std::max(code_offset_, -min_code(m->dtype));
@@ -79,7 +95,9 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
   if (storage_ == PanelStorage::kInt8) {
     unit_sub_scales_ = unit_sub_scales && !any_mins;
     // 5-bit chunks span 32 k, so they need sub-blocks of 32 (6-bit ones hold Q6_K's 16).
-    code_bits_ = max_stored_code <= 15                        ? 4
+    // IQ4's 8-bit codes come from 16 levels: their 4-bit indices are stored instead.
+    table_codes_ = all_iq4;
+    code_bits_ = max_stored_code <= 15 || table_codes_        ? 4
                  : max_stored_code <= 31 && quant_block == 32 ? 5
                  : max_stored_code <= 63                      ? 6
                                                               : 8;
@@ -184,7 +202,7 @@ int PackedMatrix::code(int p, int k, int j) const {
   const CodePlace at = place_of(code_bits_, k, j);
   if (code_bits_ == 8) return panel[at.low_byte];
   const int low = (panel[at.low_byte] >> at.low_shift) & 0x0F;
-  if (code_bits_ == 4) return low;
+  if (code_bits_ == 4) return table_codes_ ? kIq4Codes[static_cast<size_t>(low)] : low;
   const int top_mask = code_bits_ == 5 ? 1 : 3;
   return low | ((panel[at.high_byte] >> at.high_shift) & top_mask) << 4;
 }
@@ -207,7 +225,8 @@ void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
     std::vector<float> mins(scales.size());
     unpack_blocks(w.dtype, src, cols_, codes.data(), scales.data(), mins.data());
     for (int k = 0; k < cols_; ++k) {
-      const int u = codes[static_cast<size_t>(k)] + code_offset_;
+      const int u = table_codes_ ? iq4_index(codes[static_cast<size_t>(k)])
+                                 : codes[static_cast<size_t>(k)] + code_offset_;
       const CodePlace at = place_of(code_bits_, k, j);
       // Each byte holds codes of this row alone, so the parallel pack does not race.
       if (code_bits_ == 8) {

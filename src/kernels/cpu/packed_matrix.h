@@ -18,6 +18,10 @@
 //                code fits in 6 bits (Q6_K, and Q4_K_M's mixes of Q4_K or Q5_K and Q6_K), each
 //                16 k are a 192-byte chunk: two nibble lines, then one line whose byte holds the
 //                top 2 bits of that lane's code in k-groups 0..3 of the chunk at bits 0, 2, 4, 6.
+//                IQ4_NL and IQ4_XS (alone or stacked with each other) store the 4-bit index
+//                of each weight's level in the nibble layout, and the kernels turn indices into
+//                the u8 codes level + 128 with one table shuffle (kIq4Codes): half the bytes of
+//                8-bit codes, a little over the file's 4.25 or 4.5 bits a weight.
 //                Scales are kept factored as in the file (block_quant.h's BlockFactors): per
 //                (super-block, output) an f16 d, and per (sub-block, output) an int8 factor, so
 //                scale = f32(d) * factor, exactly the reference's f32 scale at a fraction of
@@ -36,6 +40,11 @@
 namespace pagedllm::cpu {
 
 enum class PanelStorage { kF32, kBF16, kInt8 };
+
+// IQ4's levels as stored u8 codes (level + 128, the code offset of 8-bit codes), what a table
+// shuffle of a stored 4-bit index gives.
+inline constexpr uint8_t kIq4Codes[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                          129, 141, 153, 166, 181, 197, 217, 241};
 
 class PackedMatrix {
  public:
@@ -65,6 +74,8 @@ class PackedMatrix {
   // codes: in 320-byte chunks of 32 k and 192-byte chunks of 16 k, as the comment above says.
   const uint8_t* u8_panel(int p) const { return panel_bytes(p); }
   int code_bits() const { return code_bits_; }
+  // 4-bit storage of indices into kIq4Codes (IQ4_NL, IQ4_XS) rather than of the codes.
+  bool table_codes() const { return table_codes_; }
   // The stored code (k, j) of panel p, whatever its width (the reference path reads this).
   int code(int p, int k, int j) const;
   int code_offset() const { return code_offset_; }
@@ -114,7 +125,7 @@ class PackedMatrix {
   }
 
   int rows_ = 0, cols_ = 0, quant_shift_ = 5, super_shift_ = 5, code_offset_ = 0, code_bits_ = 8;
-  bool unit_sub_scales_ = false;
+  bool unit_sub_scales_ = false, table_codes_ = false;
   PanelStorage storage_ = PanelStorage::kF32;
   size_t element_size_ = 32;  // in bits
   size_t bytes_ = 0;
