@@ -585,6 +585,9 @@ TEST(Gemm, KQuantFactorsAtTheirExtremesSumExactlyOverASuperBlockOnEveryPath) {
   std::mt19937 rng(12);
   const Weights q8 = random_weights(N, K, DType::kQ8_0, rng);
   const Weights q40 = random_weights(N, K, DType::kQ4_0, rng);
+  const Weights q41 = random_weights(N, K, DType::kQ4_1, rng);
+  const Weights q50 = random_weights(N, K, DType::kQ5_0, rng);
+  const Weights q51 = random_weights(N, K, DType::kQ5_1, rng);
   const WeightMatrix q6_matrix{DType::kQ6_K, N, K, q6.data()};
   const WeightMatrix q4k_matrix{DType::kQ4_K, N, K, q4k.data()};
   const WeightMatrix q2k_matrix{DType::kQ2_K, N, K, q2k.data()};
@@ -596,6 +599,11 @@ TEST(Gemm, KQuantFactorsAtTheirExtremesSumExactlyOverASuperBlockOnEveryPath) {
                                                                 {&q3k_matrix},
                                                                 {&iq4_matrix},
                                                                 {&q4k_matrix, &iq4_matrix},
+                                                                // mins with unit factors, and
+                                                                // with Q4_0's or Q5_0's offset
+                                                                {&q41.matrix},
+                                                                {&q40.matrix, &q41.matrix},
+                                                                {&q50.matrix, &q51.matrix},
                                                                 {&q8.matrix, &q6_matrix},
                                                                 {&q40.matrix, &q4k_matrix},
                                                                 {&q4k_matrix, &q6_matrix}};
