@@ -15,16 +15,6 @@ bool is_super_block(DType dtype) {
   return block_elements(dtype) == 256;
 }
 
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-void store_u16(uint8_t* p, uint16_t v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
 // The 32-element formats put element j (< 16) in the low nibble of qs[j] and j + 16 in its high
 // nibble; Q5_0 and Q5_1 add bit j of the little-endian u32 qh as the fifth bit.
 int nibble(const uint8_t* qs, int j) {

@@ -34,12 +34,6 @@ uint16_t f32_to_f16(float f) {
 
 namespace {
 
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 // The reference dequantization of every block format: s * q - m per element, one block at a
 // time on the stack (embedding lookups call this per token).
 void dequantize_blocks(DType dtype, const uint8_t* src, float* dst, int64_t n) {
@@ -77,7 +71,6 @@ void dequantize_row(DType dtype, const uint8_t* src, float* dst, int64_t n) {
 }
 
 void quantize_row(DType dtype, const float* src, uint8_t* dst, int64_t n) {
-  auto store_u16 = [](uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof v); };
   switch (dtype) {
     case DType::kF32:
       std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));

@@ -9,6 +9,17 @@
 
 namespace pagedllm {
 
+// A 16-bit field (an f16 scale, packed scale bits) of block bytes, which need not be aligned.
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store_u16(uint8_t* p, uint16_t v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
 inline float bf16_to_f32(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
   float f;

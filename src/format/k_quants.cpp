@@ -13,16 +13,6 @@ namespace {
 
 constexpr int kSuper = 256;
 
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
-void store_u16(uint8_t* p, uint16_t v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
 int clamp_round(float v, int lo, int hi) {
   return std::clamp(static_cast<int>(std::lround(v)), lo, hi);
 }

@@ -27,12 +27,6 @@ T* aligned_array(size_t count) {
   return static_cast<T*>(allocate_zeroed_maybe_huge(bytes, 64));
 }
 
-uint16_t load_u16(const uint8_t* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-
 constexpr bool iq4_codes_are_levels_plus_128() {
   for (int i = 0; i < 16; ++i) {
     if (kIq4Codes[i] != kIq4Levels[i] + 128) return false;
