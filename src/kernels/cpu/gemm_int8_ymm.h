@@ -11,9 +11,10 @@
 //   4-bit codes (<= 15): |pair| <= 2 * 15 * 127 = 3810, so a whole 32-k sub-block (8 quads)
 //     adds up in 16 bits before one widening;
 //   5-bit codes (<= 31) and 6-bit codes (<= 63): |pair| <= 16002, two quads add up in 16 bits;
-//   8-bit codes (Q8_0's u8 code + 128): multiplied as signed codes c - 128 by llama.cpp's sign
-//     trick, |c - 128| (<= 128) times x with the code's sign, |pair| <= 32512; the dot product is
-//     then that of c - 128, and the offset term uses code_offset - 128 (gemm.h's formula). With
+//   8-bit codes (Q8_0's u8 code + 128, and IQ4's levels + 128, which the panel keeps as 4-bit
+//     indices and a shuffle turns into codes): multiplied as signed codes c - 128 by llama.cpp's
+//     sign trick, |c - 128| (<= 128) times x with the code's sign, |pair| <= 32512; the dot product
+//     is then that of c - 128, and the offset term uses code_offset - 128 (gemm.h's formula). With
 //     AVX-VNNI, vpdpbusd adds the four u8 x s8 products of each output's lane into 32 bits
 //     without saturating, so the dot product is over the codes c and the offset term uses
 //     code_offset (at most 32 * 255 * 127 a block).
@@ -215,9 +216,9 @@ void half_panels(const TileArgs& a, int panel, int h0) {
   const uint8_t* u = w.u8_panel(panel) + 32 * h0;
   const int8_t* sub_scales = w.sub_scale_panel(panel);
   // The sign trick's dot products are over c - 128, so its offset is code_offset - 128: 0, as
-  // 8-bit codes come from Q8_0 alone. vpdpbusd's are over the codes c, for unit scales (Q8_0
-  // alone; stacked with k-quants, the sign trick multiplies by their scales). Offsets are 0 or
-  // powers of two (int8_ymm_tile).
+  // 8-bit codes come from Q8_0 and IQ4 alone (offset 128). vpdpbusd's are over the codes c, for
+  // unit scales (Q8_0 alone; stacked with k-quants, the sign trick multiplies by their scales).
+  // Offsets are 0 or powers of two (int8_ymm_tile).
   constexpr bool kEightBit = kBits == 8 || kBits == kTableCodes;
   constexpr bool kVnniDot = kVnni && kEightBit && kUnit;
   const int offset = kEightBit && !kVnniDot ? w.code_offset() - 128 : w.code_offset();
@@ -371,11 +372,11 @@ void half_panels(const TileArgs& a, int panel, int h0) {
         for (int k = k0; k < k0 + B; k += 8, step += 2 * MR) {
           const uint8_t* line = u + static_cast<size_t>(k) * 8;
           prefetch_stream(line);
+          // One k-group's codes at a time: both groups' at once took 4 registers a half panel,
+          // and 8 rows' sums then spilled.
           __m256i indices[NH];
 #pragma GCC unroll 8
           for (int h = 0; h < NH; ++h) indices[h] = load32(line + 32 * h);
-            // One k-group's codes at a time: both groups' at once took 4 registers a half panel,
-            // and 8 rows' sums then spilled.
 #pragma GCC unroll 2
           for (int g = 0; g < 2; ++g) {
             __m256i codes[NH], magnitude[NH];
