@@ -358,6 +358,29 @@ TEST(PackedMatrix, Iq4StoresFourBitIndicesOfItsLevelsUnlessStackedWithOtherForma
   EXPECT_EQ(mixed.code_bits(), 8);
 }
 
+TEST(PackedMatrix, Q2KCodesTakeTwoBitsAndStackedWithQ3KFour) {
+  std::mt19937 rng(9);
+  const int K = 512;
+  const Weights q2_k = random_weights(17, K, DType::kQ2_K, rng),
+                q3_k = random_weights(17, K, DType::kQ3_K, rng);
+  const PackedMatrix packed(q2_k.matrix);
+  EXPECT_EQ(packed.code_bits(), 2);
+  // A quarter byte a weight; per 16 outputs an f16 d and dmin per 256 k and a scale and a min
+  // byte per 16 k.
+  EXPECT_EQ(packed.bytes(), size_t{2} * 16 * K / 4 + 2 * 2 * 16 * (2 * (K / 256) + K / 16));
+  std::vector<int8_t> codes(K);
+  std::vector<float> scales(K / 16), mins(K / 16);
+  for (int n = 0; n < 17; ++n) {
+    unpack_blocks(DType::kQ2_K, q2_k.matrix.row(n), K, codes.data(), scales.data(), mins.data());
+    for (int k = 0; k < K; ++k)
+      ASSERT_EQ(packed.code(n / 16, k, n % 16), codes[static_cast<size_t>(k)]) << n << " " << k;
+  }
+  // Q3_K's offset 4 lifts Q2_K's codes to 7.
+  EXPECT_EQ(PackedMatrix(std::vector<const WeightMatrix*>{&q2_k.matrix, &q3_k.matrix}).code_bits(),
+            4);
+  EXPECT_EQ(PackedMatrix(q3_k.matrix).code_bits(), 4);
+}
+
 TEST(PackedMatrix, CodesTakeFourFiveSixOrEightBitsAsTheirRangeNeeds) {
   std::mt19937 rng(7);
   const int K = 256;

@@ -159,12 +159,14 @@ void amx_release_tiles();
 inline constexpr int kTableCodes = 48;
 
 // Calls f(mins, bits) with the packed matrix's int8 shape as compile-time constants
-// (std::bool_constant, std::integral_constant<int, 4 | 5 | 6 | 8 | kTableCodes>), so each ISA
+// (std::bool_constant, std::integral_constant<int, 2 | 4 | 5 | 6 | 8 | kTableCodes>), so each ISA
 // file instantiates its kernel for every shape from one switch.
 template <typename F>
 void with_int8_shape(const PackedMatrix& w, F&& f) {
   const auto by_bits = [&](auto mins) {
     switch (w.code_bits()) {
+      case 2:
+        return f(mins, std::integral_constant<int, 2>{});
       case 4:
         if (w.table_codes()) return f(mins, std::integral_constant<int, kTableCodes>{});
         return f(mins, std::integral_constant<int, 4>{});

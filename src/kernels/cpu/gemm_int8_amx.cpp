@@ -68,6 +68,12 @@ const uint8_t* weight_rows(const PackedMatrix& w, int p, int k0, int block,
       _mm512_store_si512(scratch[row], low);
       _mm512_store_si512(scratch[row + 1], high);
     }
+  } else if constexpr (kBits == 2) {
+    for (int k = k0, row = 0; k < k0 + block; k += 16, row += 4) {
+      __m512i groups[4];
+      int8::unpack_two_bits(panel + static_cast<size_t>(k) * 4, groups);
+      for (int g = 0; g < 4; ++g) _mm512_store_si512(scratch[row + g], groups[g]);
+    }
   } else if constexpr (kBits == 5) {
     for (int k = k0, row = 0; k < k0 + block; k += 32, row += 8) {
       __m512i groups[8];

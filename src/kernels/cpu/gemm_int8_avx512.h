@@ -35,6 +35,15 @@ inline void unpack_table_codes(__m512i line, __m512i& low, __m512i& high) {
   high = _mm512_shuffle_epi8(table, high);
 }
 
+// A 2-bit line (16 k of 16 outputs, 64 bytes) as four u8 lines, k-groups 0..3.
+inline void unpack_two_bits(const uint8_t* line, __m512i (&codes)[4]) {
+  const __m512i two_bits = _mm512_set1_epi8(0x03), l = _mm512_load_si512(line);
+  codes[0] = _mm512_and_si512(l, two_bits);
+  codes[1] = _mm512_and_si512(_mm512_srli_epi16(l, 2), two_bits);
+  codes[2] = _mm512_and_si512(_mm512_srli_epi16(l, 4), two_bits);
+  codes[3] = _mm512_and_si512(_mm512_srli_epi16(l, 6), two_bits);
+}
+
 // A 6-bit chunk (16 k of 16 outputs, 192 bytes) as four u8 lines, k-groups 0..3.
 inline void unpack_six_bits(const uint8_t* chunk, __m512i (&codes)[4]) {
   const __m512i low_nibbles = _mm512_set1_epi8(0x0F), top_bits = _mm512_set1_epi8(0x30);

@@ -84,15 +84,20 @@ void tile(const TileArgs& a) {
       pair(std::integral_constant<int, 1>{});
       pair(std::integral_constant<int, 2>{});
       pair(std::integral_constant<int, 3>{});
-    } else if constexpr (kBits == 6) {
+    } else if constexpr (kBits == 6 || kBits == 2) {
       for (int i = 0; i < B / 16; ++i) {
         const int k = k0 + 16 * i;
         __m512i codes[4][NP];
         for (int q = 0; q < NP; ++q) {
-          const uint8_t* chunk = w.u8_panel(a.p + q) + static_cast<size_t>(k) * 12;
-          for (int l = 0; l < 3; ++l) prefetch_stream(chunk + 64 * l);
+          // 192 bytes per 16 k for 6-bit codes, one 64-byte line for 2-bit ones.
+          const uint8_t* chunk = w.u8_panel(a.p + q) + static_cast<size_t>(k) * kBits * 2;
+          for (int l = 0; l < kBits / 2; ++l) prefetch_stream(chunk + 64 * l);
           __m512i groups[4];
-          int8::unpack_six_bits(chunk, groups);
+          if constexpr (kBits == 2) {
+            int8::unpack_two_bits(chunk, groups);
+          } else {
+            int8::unpack_six_bits(chunk, groups);
+          }
           for (int g = 0; g < 4; ++g) codes[g][q] = groups[g];
         }
         for (int g = 0; g < 4; ++g)

@@ -88,7 +88,7 @@ inline __m256i adjacent_factors(const Factor* sub, int b, bool second, int h) {
   return std::is_signed_v<Factor> ? _mm256_cvtepi8_epi16(pairs) : _mm256_cvtepu8_epi16(pairs);
 }
 
-// The products of MR rows with four k-groups' 5- or 6-bit codes (16 k) of half panel h: two
+// The products of MR rows with four k-groups' 2-, 5- or 6-bit codes (16 k) of half panel h: two
 // groups' pair sums add up in 16 bits (at most 2 * 2 * 63 * 127), then widen by the
 // sub-block's scales into dot.
 template <int MR, int NH>
@@ -336,6 +336,23 @@ void half_panels(const TileArgs& a, int panel, int h0) {
                                 _mm256_and_si256(_mm256_slli_epi16(tops, 2), top_bit)),
                 _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low_nibbles),
                                 _mm256_and_si256(_mm256_slli_epi16(tops, 1), top_bit))};
+            add_four_groups<MR, NH>(codes, step, factor[h], h, dot);
+          }
+        }
+      } else if constexpr (kBits == 2) {
+        // One 64-byte line per 16 k, k-group g at bits 2g of each byte.
+        const __m256i two_bits = _mm256_set1_epi8(0x03);
+        const int32_t* step = quads_of_step<MR>(a, k0);
+        for (int k = k0; k < k0 + B; k += 16, step += 4 * MR) {
+          const uint8_t* line = u + static_cast<size_t>(k) * 4;
+          prefetch_stream(line);
+#pragma GCC unroll 8
+          for (int h = 0; h < NH; ++h) {
+            const __m256i l = load32(line + 32 * h);
+            const __m256i codes[4] = {_mm256_and_si256(l, two_bits),
+                                      _mm256_and_si256(_mm256_srli_epi16(l, 2), two_bits),
+                                      _mm256_and_si256(_mm256_srli_epi16(l, 4), two_bits),
+                                      _mm256_and_si256(_mm256_srli_epi16(l, 6), two_bits)};
             add_four_groups<MR, NH>(codes, step, factor[h], h, dot);
           }
         }

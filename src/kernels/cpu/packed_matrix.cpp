@@ -91,7 +91,8 @@ PackedMatrix::PackedMatrix(const std::vector<const WeightMatrix*>& stacked) {
     // 5-bit chunks span 32 k, so they need sub-blocks of 32 (6-bit ones hold Q6_K's 16).
     // IQ4's 8-bit codes come from 16 levels: their 4-bit indices are stored instead.
     table_codes_ = all_iq4;
-    code_bits_ = max_stored_code <= 15 || table_codes_        ? 4
+    code_bits_ = max_stored_code <= 3 && !table_codes_        ? 2
+                 : max_stored_code <= 15 || table_codes_      ? 4
                  : max_stored_code <= 31 && quant_block == 32 ? 5
                  : max_stored_code <= 63                      ? 6
                                                               : 8;
@@ -159,7 +160,7 @@ int PackedMatrix::sub_min(int p, int b, int j) const {
 
 namespace {
 
-// Where code (k, j) lives in a panel of `bits`-bit codes: its low bits (all 8, or 4 at
+// Where code (k, j) lives in a panel of `bits`-bit codes: its low bits (all 8, 4 or 2 at
 // low_shift) and, for 5- and 6-bit codes, its top 1 or 2 bits at high_shift of high_byte.
 struct CodePlace {
   size_t low_byte;
@@ -174,6 +175,8 @@ CodePlace place_of(int bits, int k, int j) {
   switch (bits) {
     case 8:
       return {static_cast<size_t>(k / 4) * 64 + lane, 0, 0, 0};
+    case 2:
+      return {static_cast<size_t>(k / 16) * 64 + lane, k % 16 / 4 * 2, 0, 0};
     case 4:
       return {static_cast<size_t>(k / 8) * 64 + lane, nibble_shift, 0, 0};
     case 5: {
@@ -195,6 +198,7 @@ int PackedMatrix::code(int p, int k, int j) const {
   const uint8_t* panel = u8_panel(p);
   const CodePlace at = place_of(code_bits_, k, j);
   if (code_bits_ == 8) return panel[at.low_byte];
+  if (code_bits_ == 2) return (panel[at.low_byte] >> at.low_shift) & 3;
   const int low = (panel[at.low_byte] >> at.low_shift) & 0x0F;
   if (code_bits_ == 4) return table_codes_ ? kIq4Codes[static_cast<size_t>(low)] : low;
   const int top_mask = code_bits_ == 5 ? 1 : 3;
@@ -225,6 +229,8 @@ void PackedMatrix::pack_row(int n, const WeightMatrix& w, int source_row) {
       // Each byte holds codes of this row alone, so the parallel pack does not race.
       if (code_bits_ == 8) {
         panel[at.low_byte] = static_cast<uint8_t>(u);
+      } else if (code_bits_ == 2) {
+        panel[at.low_byte] |= static_cast<uint8_t>(u << at.low_shift);
       } else {
         panel[at.low_byte] |= static_cast<uint8_t>((u & 0x0F) << at.low_shift);
         if (code_bits_ != 4) panel[at.high_byte] |= static_cast<uint8_t>((u >> 4) << at.high_shift);

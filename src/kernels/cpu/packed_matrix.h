@@ -18,6 +18,9 @@
 //                code fits in 6 bits (Q6_K, and Q4_K_M's mixes of Q4_K or Q5_K and Q6_K), each
 //                16 k are a 192-byte chunk: two nibble lines, then one line whose byte holds the
 //                top 2 bits of that lane's code in k-groups 0..3 of the chunk at bits 0, 2, 4, 6.
+//                Where every code fits in 2 bits (Q2_K), each 16 k are one 64-byte line whose
+//                byte holds that lane's codes of k-groups 0..3 at bits 0, 2, 4, 6 (the 6-bit
+//                layout's line of top bits, alone).
 //                IQ4_NL and IQ4_XS (alone or stacked with each other) store the 4-bit index
 //                of each weight's level in the nibble layout, and the kernels turn indices into
 //                the u8 codes level + 128 with one table shuffle (kIq4Codes): half the bytes of
@@ -69,7 +72,8 @@ class PackedMatrix {
   const uint16_t* bf16_panel(int p) const {
     return reinterpret_cast<const uint16_t*>(panel_bytes(p));
   }
-  // int8 storage, 8-bit codes: code (k, j) at byte (k / 4) * 64 + j * 4 + k % 4; 4-bit codes:
+  // int8 storage, 8-bit codes: code (k, j) at byte (k / 4) * 64 + j * 4 + k % 4; 2-bit codes:
+  // in byte (k / 16) * 64 + j * 4 + k % 4 at bits 2 * (k % 16 / 4); 4-bit codes:
   // in byte (k / 8) * 64 + j * 4 + k % 4, the high nibble when (k / 4) is odd; 5- and 6-bit
   // codes: in 320-byte chunks of 32 k and 192-byte chunks of 16 k, as the comment above says.
   const uint8_t* u8_panel(int p) const { return panel_bytes(p); }
