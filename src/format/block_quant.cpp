@@ -54,18 +54,6 @@ void unpack_small_block(DType dtype, const uint8_t* src, int8_t* c) {
   }
 }
 
-// The value of largest magnitude, with its sign.
-float extreme_of(const float* x, int n) {
-  float amax = 0.0f, extreme = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      extreme = x[j];
-    }
-  }
-  return extreme;
-}
-
 void quantize_q8_0(const float* src, uint8_t* dst) {
   float amax = 0.0f;
   for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(src[j]));
@@ -79,7 +67,7 @@ void quantize_q8_0(const float* src, uint8_t* dst) {
 
 // Q4_0 (levels 16) and Q5_0 (32): the extreme value gets code -levels / 2, as llama.cpp rounds.
 void quantize_q45_0(int levels, const float* src, uint8_t* dst) {
-  const float d = extreme_of(src, 32) / static_cast<float>(-levels / 2);
+  const float d = extreme_value(src, 32) / static_cast<float>(-levels / 2);
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   const bool five = levels == 32;
   uint8_t* qs = dst + (five ? 6 : 2);
@@ -111,7 +99,7 @@ void quantize_q45_1(int levels, const float* src, uint8_t* dst) {
 
 // IQ4_NL: the extreme value at level -127, every value at its nearest level.
 void quantize_iq4_nl(const float* src, uint8_t* dst) {
-  const float d = f16_to_f32(f32_to_f16(extreme_of(src, 32) / -127.0f));
+  const float d = f16_to_f32(f32_to_f16(extreme_value(src, 32) / -127.0f));
   store_u16(dst, f32_to_f16(d));
   std::memset(dst + 2, 0, 16);
   for (int j = 0; j < 32; ++j) {
@@ -121,6 +109,17 @@ void quantize_iq4_nl(const float* src, uint8_t* dst) {
 }
 
 }  // namespace
+
+float extreme_value(const float* x, int n) {
+  float amax = 0.0f, extreme = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      extreme = x[j];
+    }
+  }
+  return extreme;
+}
 
 int nearest_iq4_level(float v) {
   int best = 0;

@@ -17,6 +17,8 @@ inline constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -
                                           1,    13,   25,  38,  53,  69,  89,  113};
 // The index of the level nearest v.
 int nearest_iq4_level(float v);
+// The value of largest magnitude among x[0..n), with its sign (the encoders' symmetric fits).
+float extreme_value(const float* x, int n);
 
 // Elements per sub-block: 32, or 16 for Q2_K, Q3_K and Q6_K.
 int sub_block_elements(DType dtype);

@@ -202,15 +202,7 @@ std::array<float, kSubs> extreme_scales(const float* x, float extreme_code, int 
   std::array<float, kSubs> scale{};
   float max_abs_scale = 0.0f;
   for (int b = 0; b < kSubs; ++b) {
-    float amax = 0.0f, extreme = 0.0f;
-    for (int l = 0; l < n; ++l) {
-      const float v = x[b * n + l];
-      if (std::fabs(v) > amax) {
-        amax = std::fabs(v);
-        extreme = v;
-      }
-    }
-    scale[b] = extreme / extreme_code;
+    scale[b] = extreme_value(x + b * n, n) / extreme_code;
     max_abs_scale = std::max(max_abs_scale, std::fabs(scale[b]));
   }
   d = f16_to_f32(f32_to_f16(max_abs_scale / static_cast<float>(max_factor)));
